@@ -1,0 +1,200 @@
+"""The ``elephant`` command: a thin layer over app.services and app.db."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+import click
+
+from app import __version__
+from app.config import Settings, load_settings, redacted, reference_markdown
+from app.db import Database
+from app.db.embedded import binaries_dir
+from app.errors import ElephantError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _settings() -> Settings:
+    settings = load_settings()
+    logging.basicConfig(
+        level=settings.log.level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return settings
+
+
+def _friendly_errors(func: F) -> F:
+    """Our errors end the command with their message and exit status 1, not a traceback."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ElephantError as exc:
+            raise click.ClickException(exc.message) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _exit_on_sigterm() -> None:
+    """SIGTERM ends the process through SystemExit, so atexit stops the embedded server."""
+
+    def handler(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="elephant")
+def main() -> None:
+    """Elephant: Postgres-native long-term memory for AI agents."""
+    _exit_on_sigterm()
+
+
+@main.command()
+def version() -> None:
+    """Print the version."""
+    click.echo(f"elephant {__version__}")
+
+
+@main.command()
+@click.option("--host", default=None, help="Bind address (default: server.host).")
+@click.option("--port", type=int, default=None, help="Port (default: server.port).")
+@_friendly_errors
+def serve(host: str | None, port: int | None) -> None:
+    """Run the HTTP API (on the embedded Postgres unless DATABASE_URL is set)."""
+    import uvicorn
+
+    from app.api import create_app
+
+    settings = _settings()
+    db = Database(settings)
+    db.open()  # fail here, with our message, rather than inside the ASGI lifespan
+    try:
+        uvicorn.run(
+            create_app(settings, db),
+            host=host or settings.server.host,
+            port=port or settings.server.port,
+            log_level=settings.log.level.lower(),
+        )
+    finally:
+        db.close()
+
+
+@main.command()
+@click.argument("target", default="head")
+@click.option("--down", is_flag=True, help="Downgrade to TARGET (e.g. base) instead.")
+@click.option("--status", is_flag=True, help="Only print the current and head revisions.")
+@_friendly_errors
+def migrate(target: str, down: bool, status: bool) -> None:
+    """Upgrade the schema to TARGET (default head), or downgrade with --down."""
+    settings = _settings()
+    db = Database(settings)
+    try:
+        db.start_server()
+        if not status:
+            if down:
+                db.downgrade("base" if target == "head" else target)
+            else:
+                db.migrate(target)
+        info = db.schema_info()
+        click.echo(f"schema revision: {info.revision or 'base'} (head: {info.head})")
+    finally:
+        db.close()
+
+
+@main.command(context_settings={"ignore_unknown_options": True})
+@click.option("-c", "--command", "command", default=None, help="Run one statement and exit.")
+@click.option(
+    "--tenant",
+    default=None,
+    help="Connect as the app role scoped to this tenant (row-level security applies).",
+)
+@click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
+@_friendly_errors
+def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> None:
+    """Open psql on Elephant's database (the analysts' door in), or run -c SQL."""
+    settings = _settings()
+    db = Database(settings)
+    try:
+        db.open()
+        env = dict(os.environ)
+        conninfo = db.admin_conninfo()
+        if tenant is not None:
+            conninfo = db.app_conninfo()
+            options = f"-c elephant.tenant_id={tenant}"
+            if db.embedded is None:
+                options += f" -c role={settings.database.app_role}"
+            env["PGOPTIONS"] = options
+        args = [str(binaries_dir() / "psql"), "-X", "--dbname", conninfo, *psql_args]
+        if command is not None:
+            args += ["-v", "ON_ERROR_STOP=1", "-c", command]
+        code = subprocess.call(args, env=env)
+    finally:
+        db.close()
+    sys.exit(code)
+
+
+@main.group()
+def config() -> None:
+    """Inspect the configuration."""
+
+
+@config.command("show")
+@_friendly_errors
+def config_show() -> None:
+    """Print the effective settings (secrets hidden) as JSON."""
+    click.echo(json.dumps(redacted(load_settings()), indent=2, default=str))
+
+
+@config.command("reference")
+def config_reference() -> None:
+    """Print every key, its environment variable and default (the README table)."""
+    click.echo(reference_markdown())
+
+
+@main.group()
+def embedded() -> None:
+    """Manage the embedded Postgres server."""
+
+
+@embedded.command("status")
+@_friendly_errors
+def embedded_status() -> None:
+    """Say whether the embedded server runs, and who holds it."""
+    from app.db.embedded import EmbeddedPostgres
+
+    settings = _settings()
+    server = EmbeddedPostgres(settings.data_dir / "embedded", port=settings.embedded.port)
+    status = server.status()
+    if status is None:
+        click.echo(f"not running (data: {server.pgdata})")
+        return
+    click.echo(
+        f"running pid {status.pid}, socket {status.socket_dir}, "
+        f"holders {server.holders() or 'none'} (data: {server.pgdata})"
+    )
+
+
+@embedded.command("stop")
+@_friendly_errors
+def embedded_stop() -> None:
+    """Stop the embedded server even if other processes hold it."""
+    from app.db.embedded import EmbeddedPostgres
+
+    settings = _settings()
+    EmbeddedPostgres(settings.data_dir / "embedded", port=settings.embedded.port).stop()
+    click.echo("stopped")
+
+
+if __name__ == "__main__":
+    main()

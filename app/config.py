@@ -1,0 +1,337 @@
+"""Settings: a TOML file (``ELEPHANT_CONFIG``) overlaid by ``ELEPHANT_*`` variables.
+
+Built once at start by :func:`load_settings`, never at import. Every key has a
+type, a default and a description; the README's reference table is generated
+from these models (``elephant config reference``) and a test keeps it in sync.
+Environment names are ``ELEPHANT_<SECTION>_<KEY>`` (``ELEPHANT_SERVER_PORT``),
+``ELEPHANT_<KEY>`` for top-level keys (``ELEPHANT_DATA_DIR``), and the
+conventional ``DATABASE_URL``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import platformdirs
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from app.errors import ConfigError
+
+CONFIG_ENV = "ELEPHANT_CONFIG"
+ENV_PREFIX = "ELEPHANT_"
+# Environment names that are not settings keys but are still ours.
+_RESERVED_ENV = frozenset({CONFIG_ENV})
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DatabaseSettings(_Section):
+    url: str | None = Field(
+        None,
+        description="External Postgres (>= 15, with pgvector). Unset: the embedded server. "
+        "Also read from DATABASE_URL.",
+        json_schema_extra={"secret": True},
+    )
+    app_role: str = Field(
+        "elephant_app",
+        description="Role the application runs tenant queries as; row-level security applies "
+        "to it. Created by the migrations.",
+    )
+    auto_migrate: bool = Field(True, description="Upgrade the schema to head at start.")
+    pool_min_size: int = Field(1, ge=0, le=100, description="Connections kept open.")
+    pool_max_size: int = Field(10, ge=1, le=500, description="Upper bound of the pool.")
+    connect_timeout_s: float = Field(10.0, gt=0, description="Seconds to wait for a connection.")
+    statement_timeout_ms: int = Field(
+        30000, ge=0, description="Server-side limit per statement (0 = none)."
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _url_scheme(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        assert value is not None
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must start with postgresql:// (e.g. postgresql://user:pw@host/db)")
+        return value
+
+    @field_validator("app_role")
+    @classmethod
+    def _role_name(cls, value: str) -> str:
+        if not _IDENTIFIER.match(value):
+            raise ValueError("must be a lower-case SQL identifier (letters, digits, _)")
+        return value
+
+    @field_validator("pool_max_size")
+    @classmethod
+    def _pool_bounds(cls, value: int, info: Any) -> int:
+        minimum = info.data.get("pool_min_size", 1)
+        if value < minimum:
+            raise ValueError(f"must be >= pool_min_size ({minimum})")
+        return value
+
+
+class EmbeddedSettings(_Section):
+    database: str = Field("elephant", description="Database created inside the embedded server.")
+    port: int = Field(
+        5432,
+        ge=1024,
+        le=65535,
+        description="Port number of the embedded server (names its unix socket; the TCP port "
+        "when tcp is on).",
+    )
+    tcp: bool = Field(
+        False,
+        description="Also listen on 127.0.0.1:port. TCP always requires a password "
+        "(scram-sha-256).",
+    )
+    password: str | None = Field(
+        None,
+        description="Password of the app role over TCP. Unset: generated once and kept in "
+        "DATA_DIR/embedded/password (mode 0600).",
+        json_schema_extra={"secret": True},
+    )
+    start_timeout_s: float = Field(60.0, gt=0, description="Seconds to wait for the server.")
+
+    @field_validator("database")
+    @classmethod
+    def _db_name(cls, value: str) -> str:
+        if not _IDENTIFIER.match(value):
+            raise ValueError("must be a lower-case SQL identifier (letters, digits, _)")
+        return value
+
+
+class ServerSettings(_Section):
+    host: str = Field("127.0.0.1", description="Address `elephant serve` binds.")
+    port: int = Field(7777, ge=1, le=65535, description="Port `elephant serve` binds.")
+
+
+class EmbeddingSettings(_Section):
+    provider: Literal["local", "ollama"] = Field("local", description="Embedder backend.")
+    model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="Model name, or a local Hugging Face model directory for provider local.",
+    )
+    dim: int = Field(
+        384,
+        ge=1,
+        le=16000,
+        description="Vector dimension; fixed when the database is initialised.",
+    )
+
+
+class TenantSettings(_Section):
+    default: str = Field("default", description="Tenant used when a request names none.")
+
+    @field_validator("default")
+    @classmethod
+    def _tenant_id(cls, value: str) -> str:
+        return validate_tenant_id(value)
+
+
+class LogSettings(_Section):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("elephant", appauthor=False))
+
+
+class Settings(_Section):
+    data_dir: Path = Field(
+        default_factory=_default_data_dir,
+        description="Where the embedded server keeps its data (default: the user data dir, "
+        "e.g. ~/.local/share/elephant).",
+    )
+    database: DatabaseSettings = DatabaseSettings()
+    embedded: EmbeddedSettings = EmbeddedSettings()
+    server: ServerSettings = ServerSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    tenant: TenantSettings = TenantSettings()
+    log: LogSettings = LogSettings()
+
+    @property
+    def uses_embedded(self) -> bool:
+        return self.database.url is None
+
+
+TENANT_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+def validate_tenant_id(value: str) -> str:
+    if not TENANT_ID_PATTERN.match(value):
+        raise ValueError(
+            f"tenant id {value!r} is invalid: use 1-63 lower-case letters, digits, '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+# ---------------------------------------------------------------- key catalogue
+
+
+def iter_keys() -> Iterator[tuple[str, str, Any, str, bool]]:
+    """Yield (dotted key, env name, default, description, secret) for every setting."""
+    for name, field in Settings.model_fields.items():
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, _Section):
+            for sub_name, sub in annotation.model_fields.items():
+                extra = sub.json_schema_extra if isinstance(sub.json_schema_extra, dict) else {}
+                yield (
+                    f"{name}.{sub_name}",
+                    f"{ENV_PREFIX}{name.upper()}_{sub_name.upper()}",
+                    sub.get_default(call_default_factory=True),
+                    sub.description or "",
+                    bool(extra.get("secret")),
+                )
+        else:
+            yield (
+                name,
+                f"{ENV_PREFIX}{name.upper()}",
+                field.get_default(call_default_factory=True),
+                field.description or "",
+                False,
+            )
+
+
+def _env_key_map() -> dict[str, str]:
+    mapping = {env: key for key, env, *_ in iter_keys()}
+    mapping["DATABASE_URL"] = "database.url"
+    return mapping
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load_settings(
+    environ: Mapping[str, str] | None = None, config_path: Path | None = None
+) -> Settings:
+    """Read the TOML file and the environment, validate, and say exactly what is wrong."""
+    env = os.environ if environ is None else environ
+    sources: dict[str, str] = {}
+    data: dict[str, Any] = {}
+
+    path = config_path or (Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV) else None)
+    if path is not None:
+        data = _read_toml(path)
+        for key in _flatten(data):
+            sources[key] = str(path)
+
+    key_map = _env_key_map()
+    unknown: list[str] = []
+    for env_name, raw in env.items():
+        if env_name in _RESERVED_ENV:
+            continue
+        key = key_map.get(env_name)
+        if key is None:
+            if env_name.startswith(ENV_PREFIX):
+                unknown.append(env_name)
+            continue
+        if env_name == "DATABASE_URL" and f"{ENV_PREFIX}DATABASE_URL" in env:
+            continue  # the explicit ELEPHANT_ name wins
+        _assign(data, key, raw)
+        sources[key] = env_name
+    if unknown:
+        raise ConfigError(_unknown_message(unknown, list(key_map)))
+
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_validation_message(exc, sources)) from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} (from {CONFIG_ENV}) does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _flatten(value, f"{dotted}.")
+        else:
+            yield dotted
+
+
+def _assign(data: dict[str, Any], dotted: str, value: Any) -> None:
+    *parents, leaf = dotted.split(".")
+    node = data
+    for part in parents:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"{part!r} must be a table of settings, not {child!r}")
+        node = child
+    node[leaf] = value
+
+
+def _unknown_message(unknown: list[str], known: list[str]) -> str:
+    lines = []
+    for name in sorted(unknown):
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        lines.append(f"unknown environment variable {name}{hint}")
+    return "; ".join(lines) + ". Run `elephant config reference` for every key."
+
+
+def _validation_message(exc: ValidationError, sources: dict[str, str]) -> str:
+    problems = []
+    valid_keys = [key for key, *_ in iter_keys()]
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"])
+        origin = sources.get(key)
+        where = f" (from {origin})" if origin else ""
+        if error["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(key, valid_keys, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            problems.append(f"{key}{where}: unknown key{hint}")
+            continue
+        value = error.get("input")
+        shown = "<secret>" if _is_secret(key) else repr(value)
+        problems.append(f"{key}{where}: {error['msg']} (got {shown})")
+    return "invalid configuration: " + "; ".join(problems)
+
+
+def _is_secret(key: str) -> bool:
+    return any(secret and dotted == key for dotted, _, _, _, secret in iter_keys())
+
+
+def redacted(settings: Settings) -> dict[str, Any]:
+    """The effective settings with secrets hidden, for `elephant config show` and logs."""
+    dump = settings.model_dump(mode="json")
+    for dotted, _, _, _, secret in iter_keys():
+        if not secret:
+            continue
+        section, _, leaf = dotted.partition(".")
+        if dump.get(section, {}).get(leaf) is not None:
+            dump[section][leaf] = "<secret>"
+    return dump
+
+
+def reference_markdown() -> str:
+    """The README's configuration table, generated so it cannot drift."""
+    rows = ["| key | environment | default | meaning |", "| --- | --- | --- | --- |"]
+    for dotted, env, default, description, _ in iter_keys():
+        if dotted == "data_dir":
+            shown = "user data dir"
+        elif default is None:
+            shown = "unset"
+        else:
+            shown = f"`{default}`"
+        env_names = f"`{env}`" + (", `DATABASE_URL`" if dotted == "database.url" else "")
+        rows.append(f"| `{dotted}` | {env_names} | {shown} | {description} |")
+    return "\n".join(rows)

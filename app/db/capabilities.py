@@ -1,0 +1,91 @@
+"""What the connected Postgres can do: server version and extensions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import psycopg
+
+from app.errors import CapabilityMissing
+
+MIN_SERVER_VERSION = 150000
+OPTIONAL_EXTENSIONS = ("age", "pg_textsearch", "vectorscale")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    server_version: str
+    server_version_num: int
+    installed: dict[str, str] = field(default_factory=dict)
+    available: dict[str, str] = field(default_factory=dict)
+    preloaded: tuple[str, ...] = ()
+
+    @property
+    def pgvector(self) -> bool:
+        return "vector" in self.installed
+
+    @property
+    def age(self) -> bool:
+        return "age" in self.installed
+
+    @property
+    def textsearch(self) -> bool:
+        """True BM25 (pg_textsearch) is usable; otherwise the keyword lane uses tsvector."""
+        return "pg_textsearch" in self.installed
+
+    def report(self) -> dict[str, object]:
+        """Per extension: installed version, or why it is not in use."""
+        report: dict[str, object] = {}
+        for name in ("vector", *OPTIONAL_EXTENSIONS):
+            if name in self.installed:
+                report[name] = {"installed": True, "version": self.installed[name]}
+            elif name in self.available:
+                report[name] = {
+                    "installed": False,
+                    "available_version": self.available[name],
+                    "note": _why_not_installed(name, self.preloaded),
+                }
+            else:
+                report[name] = {"installed": False, "note": "not available on this server"}
+        return report
+
+    def require_pgvector(self) -> None:
+        if self.server_version_num < MIN_SERVER_VERSION:
+            raise CapabilityMissing(
+                f"Postgres {self.server_version} is too old: Elephant needs PostgreSQL 15 or newer"
+            )
+        if "vector" not in self.installed and "vector" not in self.available:
+            raise CapabilityMissing(
+                "the pgvector extension is not installed on this Postgres server. Install it "
+                "(Debian/Ubuntu: apt install postgresql-<major>-pgvector; others: "
+                "https://github.com/pgvector/pgvector#installation) and run `elephant migrate` "
+                "again, or unset DATABASE_URL to use the embedded server, which includes it."
+            )
+
+
+def _why_not_installed(name: str, preloaded: tuple[str, ...]) -> str:
+    if name == "pg_textsearch" and name not in preloaded:
+        return "add pg_textsearch to shared_preload_libraries, restart, then `elephant migrate`"
+    if name == "vectorscale":
+        return "available; not used by this version"
+    return "available but not created (needs a superuser to run the migrations)"
+
+
+def detect(conn: psycopg.Connection[tuple[object, ...]]) -> Capabilities:
+    row = conn.execute(
+        "SELECT current_setting('server_version'), current_setting('server_version_num')::int, "
+        "current_setting('shared_preload_libraries')"
+    ).fetchone()
+    assert row is not None
+    installed = dict(conn.execute("SELECT extname, extversion FROM pg_extension").fetchall())
+    available = dict(
+        conn.execute("SELECT name, default_version FROM pg_available_extensions").fetchall()
+    )
+    preloaded = tuple(lib.strip() for lib in str(row[2]).split(",") if lib.strip())
+    return Capabilities(
+        server_version=str(row[0]),
+        server_version_num=int(str(row[1])),
+        installed={str(k): str(v) for k, v in installed.items()},
+        available={str(k): str(v) for k, v in available.items()},
+        preloaded=preloaded,
+    )

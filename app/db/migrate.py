@@ -1,0 +1,81 @@
+"""Schema migrations through alembic, driven from code (``elephant migrate``).
+
+The schema depends on settings (embedding dimension and model, the app role), so
+those travel to the migration scripts in ``Config.attributes``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import psycopg
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+
+from app.db.resources import migrations_dir
+
+
+@dataclass(frozen=True)
+class SchemaParams:
+    embedding_dim: int
+    embedding_model: str
+    app_role: str
+
+
+def _alembic_config() -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    return config
+
+
+@contextmanager
+def _engine(conninfo: str) -> Iterator[sa.Engine]:
+    engine = sa.create_engine(
+        "postgresql+psycopg://",
+        creator=lambda: psycopg.connect(conninfo),
+        poolclass=sa.pool.NullPool,
+    )
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def _run(conninfo: str, params: SchemaParams, action: str, target: str) -> None:
+    config = _alembic_config()
+    with _engine(conninfo) as engine, engine.begin() as connection:
+        config.attributes.update(
+            connection=connection,
+            embedding_dim=params.embedding_dim,
+            embedding_model=params.embedding_model,
+            app_role=params.app_role,
+        )
+        if action == "upgrade":
+            command.upgrade(config, target)
+        else:
+            command.downgrade(config, target)
+
+
+def upgrade(conninfo: str, params: SchemaParams, target: str = "head") -> None:
+    """Upgrade in one transaction: a failing migration leaves the schema as it was."""
+    _run(conninfo, params, "upgrade", target)
+
+
+def downgrade(conninfo: str, params: SchemaParams, target: str = "base") -> None:
+    _run(conninfo, params, "downgrade", target)
+
+
+def head_revision() -> str:
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    assert head is not None, "no migrations found"
+    return head
+
+
+def current_revision(conninfo: str) -> str | None:
+    with _engine(conninfo) as engine, engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()

@@ -1,0 +1,249 @@
+"""The database as the application sees it: where it is, its schema, a pool, tenants.
+
+Two connection identities, never mixed:
+- the *migrator* (embedded: the ``postgres`` superuser over the private socket;
+  external: the ``DATABASE_URL`` user) creates extensions and runs migrations;
+- the *app role* (``database.app_role``) runs every tenant query, with row-level
+  security keyed on ``elephant.tenant_id``. Embedded, it logs in directly;
+  external, the pool does ``SET ROLE`` on each new connection.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from app.config import Settings, validate_tenant_id
+from app.db import migrate
+from app.db.capabilities import Capabilities, detect
+from app.db.embedded import SUPERUSER, EmbeddedPostgres
+from app.errors import DatabaseUnavailable, InvalidInput, SchemaMismatch
+
+log = logging.getLogger(__name__)
+
+TENANT_SETTING = "elephant.tenant_id"
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class SchemaInfo:
+    revision: str | None
+    head: str
+    embedding_model: str | None
+    embedding_dim: int | None
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.revision == self.head
+
+
+class Database:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.embedded: EmbeddedPostgres | None = None
+        self.capabilities: Capabilities | None = None
+        self._pool: ConnectionPool[Connection] | None = None
+        self._known_tenants: set[str] = set()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ lifecycle
+
+    @property
+    def mode(self) -> str:
+        return "embedded" if self.settings.uses_embedded else "external"
+
+    def start_server(self) -> None:
+        """Start (or adopt) the embedded server and create its database; no-op when external."""
+        if not self.settings.uses_embedded or self.embedded is not None:
+            return
+        options = self.settings.embedded
+        self.embedded = EmbeddedPostgres(
+            self.settings.data_dir / "embedded",
+            port=options.port,
+            tcp=options.tcp,
+            password=options.password,
+            start_timeout_s=options.start_timeout_s,
+        )
+        self.embedded.start()
+        with psycopg.connect(self.embedded.conninfo(), autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (options.database,)
+            ).fetchone()
+            if not exists:
+                conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(options.database)))
+
+    def open(self, *, migrate_schema: bool | None = None) -> None:
+        """Reach the database, check it, migrate if configured, and open the pool."""
+        self.start_server()
+        with self.admin_connection() as conn:
+            self.capabilities = detect(conn)
+        self.capabilities.require_pgvector()
+        if self.settings.database.auto_migrate if migrate_schema is None else migrate_schema:
+            self.migrate()
+        self._check_schema()
+        if self.embedded is not None:
+            self._enable_app_login()
+        with self.admin_connection() as conn:
+            self.capabilities = detect(conn)
+        self._pool = ConnectionPool(
+            self.app_conninfo(),
+            min_size=self.settings.database.pool_min_size,
+            max_size=self.settings.database.pool_max_size,
+            timeout=self.settings.database.connect_timeout_s,
+            configure=self._configure_connection,
+            check=ConnectionPool.check_connection,
+            open=False,
+            name="elephant",
+        )
+        self._pool.open(wait=True, timeout=self.settings.database.connect_timeout_s)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        if self.embedded is not None:
+            self.embedded.release()
+            self.embedded = None
+
+    def __enter__(self) -> Database:
+        self.open()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ connections
+
+    def admin_conninfo(self) -> str:
+        if self.settings.database.url is not None:
+            return self.settings.database.url
+        assert self.embedded is not None, "start_server() first"
+        return self.embedded.conninfo(SUPERUSER, self.settings.embedded.database)
+
+    def app_conninfo(self) -> str:
+        if self.embedded is not None:
+            return self.embedded.conninfo(
+                self.settings.database.app_role, self.settings.embedded.database
+            )
+        return self.admin_conninfo()
+
+    @contextmanager
+    def admin_connection(self) -> Iterator[Connection]:
+        try:
+            conn = psycopg.connect(
+                self.admin_conninfo(),
+                autocommit=True,
+                connect_timeout=int(self.settings.database.connect_timeout_s),
+            )
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"cannot connect to the database: {exc}".strip()) from None
+        with conn:
+            yield conn
+
+    @property
+    def pool(self) -> ConnectionPool[Connection]:
+        if self._pool is None:
+            raise DatabaseUnavailable("the database is not open")
+        return self._pool
+
+    @contextmanager
+    def connection(self) -> Iterator[Connection]:
+        """An app-role connection with no tenant: sees shared tables only (meta, versions)."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+
+    @contextmanager
+    def tenant(self, tenant_id: str) -> Iterator[Connection]:
+        """One transaction scoped to a tenant by row-level security; commits on success."""
+        try:
+            validate_tenant_id(tenant_id)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        with self.connection() as conn, conn.transaction():
+            conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant_id))
+            if tenant_id not in self._known_tenants:
+                conn.execute(
+                    "INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (tenant_id,)
+                )
+                with self._lock:
+                    self._known_tenants.add(tenant_id)
+            yield conn
+
+    def _configure_connection(self, conn: Connection) -> None:
+        if self.embedded is None:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.app_role)))
+        conn.execute(
+            "SELECT set_config('statement_timeout', %s, false)",
+            (str(self.settings.database.statement_timeout_ms),),
+        )
+        register_vector(conn)
+        conn.commit()
+
+    # ------------------------------------------------------------ schema
+
+    def schema_params(self) -> migrate.SchemaParams:
+        return migrate.SchemaParams(
+            embedding_dim=self.settings.embedding.dim,
+            embedding_model=self.settings.embedding.model,
+            app_role=self.settings.database.app_role,
+        )
+
+    def migrate(self, target: str = "head") -> None:
+        migrate.upgrade(self.admin_conninfo(), self.schema_params(), target)
+
+    def downgrade(self, target: str = "base") -> None:
+        migrate.downgrade(self.admin_conninfo(), self.schema_params(), target)
+
+    def schema_info(self, conn: Connection | None = None) -> SchemaInfo:
+        if conn is None:
+            with self.admin_connection() as admin:
+                return self.schema_info(admin)
+        revision = None
+        model = dim = None
+        has_version = conn.execute("SELECT to_regclass('alembic_version') IS NOT NULL").fetchone()
+        if has_version and has_version[0]:
+            row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+            revision = row[0] if row else None
+        has_meta = conn.execute("SELECT to_regclass('elephant_meta') IS NOT NULL").fetchone()
+        if has_meta and has_meta[0]:
+            meta = conn.execute("SELECT embedding_model, embedding_dim FROM elephant_meta").fetchone()
+            if meta:
+                model, dim = meta
+        return SchemaInfo(revision, migrate.head_revision(), model, dim)
+
+    def _check_schema(self) -> None:
+        info = self.schema_info()
+        if not info.up_to_date:
+            raise SchemaMismatch(
+                f"the database schema is at {info.revision or 'nothing'} but this build needs "
+                f"{info.head}: run `elephant migrate`"
+            )
+        if info.embedding_dim != self.settings.embedding.dim:
+            raise SchemaMismatch(
+                f"the database was initialised for {info.embedding_dim}-d embeddings "
+                f"({info.embedding_model}) but embedding.dim is {self.settings.embedding.dim}: "
+                "set embedding.dim/embedding.model back, or use a new database"
+            )
+
+    def _enable_app_login(self) -> None:
+        assert self.embedded is not None
+        role = sql.Identifier(self.settings.database.app_role)
+        statement = sql.SQL("ALTER ROLE {} LOGIN").format(role)
+        if self.embedded.tcp:
+            statement = sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(
+                role, sql.Literal(self.embedded.password)
+            )
+        with self.admin_connection() as conn:
+            conn.execute(statement)

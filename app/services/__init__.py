@@ -1,0 +1,1 @@
+"""The behaviour of Elephant; the API, MCP adapter and CLI are thin layers over it."""
