@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install serve test lint check
+.PHONY: install serve test lint
 
 install: $(VENV)/.installed
 
@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml
 serve: install
 	$(BIN)/elephant serve
 
-test: install
+test: lint
 	$(BIN)/pytest
 
 lint: install
@@ -27,4 +27,4 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-check: lint test
+

@@ -116,7 +116,10 @@ class ServerSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    provider: Literal["local", "ollama"] = Field("local", description="Embedder backend.")
+    provider: Literal["local"] = Field(
+        "local",
+        description="Embedder backend (local transformers; more arrive with the write path).",
+    )
     model: str = Field(
         "all-MiniLM-L6-v2",
         description="Model name, or a local Hugging Face model directory for provider local.",
@@ -220,7 +223,8 @@ def load_settings(
     sources: dict[str, str] = {}
     data: dict[str, Any] = {}
 
-    path = config_path or (Path(env[CONFIG_ENV]) if env.get(CONFIG_ENV) else None)
+    config_file = env.get(CONFIG_ENV)
+    path = config_path or (Path(config_file) if config_file else None)
     if path is not None:
         data = _read_toml(path)
         for key in _flatten(data):
@@ -231,15 +235,15 @@ def load_settings(
     for env_name, raw in env.items():
         if env_name in _RESERVED_ENV:
             continue
-        key = key_map.get(env_name)
-        if key is None:
+        dotted = key_map.get(env_name)
+        if dotted is None:
             if env_name.startswith(ENV_PREFIX):
                 unknown.append(env_name)
             continue
         if env_name == "DATABASE_URL" and f"{ENV_PREFIX}DATABASE_URL" in env:
             continue  # the explicit ELEPHANT_ name wins
-        _assign(data, key, raw)
-        sources[key] = env_name
+        _assign(data, dotted, raw)
+        sources[dotted] = env_name
     if unknown:
         raise ConfigError(_unknown_message(unknown, list(key_map)))
 
@@ -330,6 +334,8 @@ def reference_markdown() -> str:
             shown = "user data dir"
         elif default is None:
             shown = "unset"
+        elif isinstance(default, bool):
+            shown = f"`{str(default).lower()}`"
         else:
             shown = f"`{default}`"
         env_names = f"`{env}`" + (", `DATABASE_URL`" if dotted == "database.url" else "")

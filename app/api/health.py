@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Controller, Response, get
+from litestar.di import NamedDependency
 
 from app.db import Database
 from app.services.health import health
@@ -15,7 +16,7 @@ class HealthController(Controller):
     tags = ["operations"]
 
     @get(sync_to_thread=True, summary="Database reachability, versions, schema and model")
-    def health(self, db: Database) -> Response[dict[str, Any]]:
+    def health(self, db: NamedDependency[Database]) -> Response[dict[str, Any]]:
         report = health(db)
         status = 503 if report["status"] == "unavailable" else 200
         return Response(report, status_code=status)

@@ -77,15 +77,13 @@ def detect(conn: psycopg.Connection[tuple[object, ...]]) -> Capabilities:
         "current_setting('shared_preload_libraries')"
     ).fetchone()
     assert row is not None
-    installed = dict(conn.execute("SELECT extname, extversion FROM pg_extension").fetchall())
-    available = dict(
-        conn.execute("SELECT name, default_version FROM pg_available_extensions").fetchall()
-    )
+    installed = conn.execute("SELECT extname, extversion FROM pg_extension").fetchall()
+    available = conn.execute("SELECT name, default_version FROM pg_available_extensions").fetchall()
     preloaded = tuple(lib.strip() for lib in str(row[2]).split(",") if lib.strip())
     return Capabilities(
         server_version=str(row[0]),
         server_version_num=int(str(row[1])),
-        installed={str(k): str(v) for k, v in installed.items()},
-        available={str(k): str(v) for k, v in available.items()},
+        installed={str(name): str(version) for name, version in installed},
+        available={str(name): str(version) for name, version in available},
         preloaded=preloaded,
     )

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
+from typing import ClassVar
 
 import psutil
 
@@ -76,6 +77,10 @@ class PostmasterStatus:
 
 class EmbeddedPostgres:
     """One PostgreSQL cluster under ``root`` (``<data_dir>/embedded``)."""
+
+    # Handles per data dir inside this process: the process is one holder however
+    # many Database objects (tests, CLI + API) it opens on the same cluster.
+    _process_refs: ClassVar[dict[Path, int]] = {}
 
     def __init__(
         self,
@@ -147,6 +152,7 @@ class EmbeddedPostgres:
             self._wait_ready()
             self._update_holders(add=os.getpid())
             self._holding = True
+            self._process_refs[self.root] = self._process_refs.get(self.root, 0) + 1
         atexit.register(self.release)
 
     def release(self) -> None:
@@ -155,6 +161,10 @@ class EmbeddedPostgres:
             return
         self._holding = False
         with self._locked():
+            refs = self._process_refs.get(self.root, 1) - 1
+            self._process_refs[self.root] = max(refs, 0)
+            if refs > 0:
+                return
             remaining = self._update_holders(remove=os.getpid())
             if remaining:
                 log.info("embedded postgres left running for holders %s", remaining)
@@ -165,6 +175,7 @@ class EmbeddedPostgres:
         """Stop the server whoever holds it (``elephant embedded stop``, tests)."""
         with self._locked():
             self._holders_file.unlink(missing_ok=True)
+            self._process_refs.pop(self.root, None)
             self._stop_server()
         self._holding = False
 
@@ -189,7 +200,7 @@ class EmbeddedPostgres:
         )
 
     def holders(self) -> list[int]:
-        return [entry["pid"] for entry in self._living_holders(self._read_holders())]
+        return [int(entry["pid"]) for entry in self._living_holders(self._read_holders())]
 
     # ------------------------------------------------------------ init
 
@@ -283,10 +294,13 @@ class EmbeddedPostgres:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
         psutil.wait_procs(orphans, timeout=10)
-        pid_file = self.pgdata / "postmaster.pid"
-        if pid_file.exists():
-            log.warning("removing stale %s (server was not running)", pid_file)
-            pid_file.unlink()
+        # A killed postmaster may linger as a zombie where nothing reaps orphans (a
+        # container without init): PostgreSQL then takes its lock files for live ones.
+        socket = self.socket_dir / f".s.PGSQL.{self.port}"
+        for stale in (self.pgdata / "postmaster.pid", Path(f"{socket}.lock"), socket):
+            if stale.exists() or stale.is_socket():
+                log.warning("removing stale %s (its server is not running)", stale)
+                stale.unlink(missing_ok=True)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout_s

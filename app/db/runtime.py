@@ -183,7 +183,9 @@ class Database:
 
     def _configure_connection(self, conn: Connection) -> None:
         if self.embedded is None:
-            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.app_role)))
+            conn.execute(
+                sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.app_role))
+            )
         conn.execute(
             "SELECT set_config('statement_timeout', %s, false)",
             (str(self.settings.database.statement_timeout_ms),),
@@ -218,7 +220,9 @@ class Database:
             revision = row[0] if row else None
         has_meta = conn.execute("SELECT to_regclass('elephant_meta') IS NOT NULL").fetchone()
         if has_meta and has_meta[0]:
-            meta = conn.execute("SELECT embedding_model, embedding_dim FROM elephant_meta").fetchone()
+            meta = conn.execute(
+                "SELECT embedding_model, embedding_dim FROM elephant_meta"
+            ).fetchone()
             if meta:
                 model, dim = meta
         return SchemaInfo(revision, migrate.head_revision(), model, dim)

@@ -229,7 +229,9 @@ def _enable_row_level_security(role: str) -> None:
     setting = f"current_setting('{TENANT_SETTING}', true)"
     op.execute("ALTER TABLE tenants ENABLE ROW LEVEL SECURITY")
     op.execute("ALTER TABLE tenants FORCE ROW LEVEL SECURITY")
-    op.execute(f"CREATE POLICY tenant_isolation ON tenants USING (id = {setting}) WITH CHECK (id = {setting})")
+    op.execute(
+        f"CREATE POLICY tenant_isolation ON tenants USING (id = {setting}) WITH CHECK (id = {setting})"
+    )
     for table in TENANT_TABLES:
         op.execute(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
         op.execute(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")

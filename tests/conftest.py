@@ -1,0 +1,97 @@
+"""Shared fixtures: one real embedded Postgres per test run, a fresh database per module.
+
+The schema is built once by the real migrations into ``elephant_template``; each
+module (or test) gets a copy with ``CREATE DATABASE ... TEMPLATE``, which takes
+milliseconds. Nothing is mocked: tests talk to PostgreSQL 18 with its extensions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import socket
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from app.config import Settings
+from app.db import Database
+from app.db import migrate as migrations
+from app.db.embedded import EmbeddedPostgres
+
+TEMPLATE_DB = "elephant_template"
+_counter = itertools.count()
+
+
+def make_settings(data_dir: Path, **sections: dict[str, Any]) -> Settings:
+    """Settings for tests: explicit values only, never the machine's ELEPHANT_* variables."""
+    return Settings.model_validate({"data_dir": data_dir, **sections})
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def pg_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("elephant")
+
+
+@pytest.fixture(scope="session")
+def pg_server(pg_data_dir: Path) -> Iterator[EmbeddedPostgres]:
+    """The run's PostgreSQL server, with the migrated template database."""
+    server = EmbeddedPostgres(pg_data_dir / "embedded")
+    server.start()
+    with psycopg.connect(server.conninfo(), autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE_DB)))
+    settings = make_settings(pg_data_dir)
+    params = migrations.SchemaParams(
+        embedding_dim=settings.embedding.dim,
+        embedding_model=settings.embedding.model,
+        app_role=settings.database.app_role,
+    )
+    migrations.upgrade(server.conninfo(dbname=TEMPLATE_DB), params)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def new_database(pg_server: EmbeddedPostgres) -> Callable[..., str]:
+    """Create a database for a test: a copy of the migrated template, or empty."""
+
+    def create(hint: str, *, empty: bool = False) -> str:
+        slug = re.sub(r"[^a-z0-9]+", "_", hint.lower())[:40]
+        name = f"t_{slug}_{next(_counter)}"
+        template = "template0" if empty else TEMPLATE_DB
+        with psycopg.connect(pg_server.conninfo(), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(template)
+                )
+            )
+        return name
+
+    return create
+
+
+@pytest.fixture(scope="module")
+def settings(
+    request: pytest.FixtureRequest, pg_data_dir: Path, new_database: Callable[..., str]
+) -> Settings:
+    """Settings pointing at a fresh database for this module on the run's server."""
+    name = new_database(request.module.__name__.rsplit(".", 1)[-1])
+    return make_settings(pg_data_dir, embedded={"database": name})
+
+
+@pytest.fixture(scope="module")
+def db(settings: Settings) -> Iterator[Database]:
+    database = Database(settings)
+    database.open()
+    yield database
+    database.close()

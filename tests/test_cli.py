@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from app import __version__
+from app.cli import main
+from app.config import Settings
+from app.db import Database
+from app.db.embedded import EmbeddedPostgres
+
+ELEPHANT = str(Path(sys.executable).parent / "elephant")
+
+
+def run(args: list[str], settings: Settings, **extra: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+        **extra,
+    }
+    return subprocess.run([ELEPHANT, *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(main, ["version"])
+    assert result.exit_code == 0
+    assert result.output.strip() == f"elephant {__version__}"
+
+
+def test_sql_command_answers_and_leaves_the_shared_server_running(
+    settings: Settings, db: Database, pg_server: EmbeddedPostgres
+) -> None:
+    result = run(["sql", "-c", "select count(*) from memories"], settings)
+    assert result.returncode == 0, result.stderr
+    assert "count" in result.stdout and "0" in result.stdout
+    assert pg_server.status() is not None, "a CLI that adopted the server must not stop it"
+
+
+def test_sql_with_tenant_runs_under_row_level_security(settings: Settings, db: Database) -> None:
+    with db.tenant("cli-a") as conn:
+        conn.execute(
+            "INSERT INTO memories (tenant_id, kind, text, content_hash) VALUES ('cli-a','note','x','hx')"
+        )
+    admin = run(["sql", "-A", "-t", "-c", "select count(*) from memories"], settings)
+    scoped_a = run(
+        ["sql", "--tenant", "cli-a", "-A", "-t", "-c", "select count(*) from memories"], settings
+    )
+    scoped_b = run(
+        [
+            "sql",
+            "--tenant",
+            "cli-b",
+            "-A",
+            "-t",
+            "-c",
+            "select current_user, count(*) from memories",
+        ],
+        settings,
+    )
+    assert admin.stdout.strip() == "1"
+    assert scoped_a.stdout.strip() == "1"
+    assert scoped_b.stdout.strip() == "elephant_app|0"
+
+
+def test_sql_error_exits_non_zero(settings: Settings, db: Database) -> None:
+    result = run(["sql", "-c", "select * from no_such_table"], settings)
+    assert result.returncode != 0
+    assert "no_such_table" in result.stderr
+
+
+def test_migrate_status(settings: Settings, db: Database) -> None:
+    result = run(["migrate", "--status"], settings)
+    assert result.returncode == 0, result.stderr
+    assert "schema revision: 0001_foundation (head: 0001_foundation)" in result.stdout
+
+
+def test_bad_configuration_is_a_clear_error_not_a_traceback(settings: Settings) -> None:
+    result = run(["sql", "-c", "select 1"], settings, ELEPHANT_SERVER_PORT="http")
+    assert result.returncode == 1
+    assert "server.port" in result.stderr and "ELEPHANT_SERVER_PORT" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_config_reference_lists_every_key() -> None:
+    result = CliRunner().invoke(main, ["config", "reference"])
+    assert result.exit_code == 0
+    for key in ("database.url", "embedded.tcp", "server.port", "embedding.dim", "data_dir"):
+        assert f"`{key}`" in result.output
