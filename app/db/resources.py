@@ -1,19 +1,27 @@
-"""Where the migrations and SQL files live (top-level folders of the project)."""
+"""Where the migrations and SQL files live.
+
+In the repository they are the top-level folders ``migrations/`` and ``sql/``;
+installed, they are the packages ``app.migrations`` and ``app.sql`` (see
+pyproject.toml), so both layouts resolve through importlib.
+"""
 
 from __future__ import annotations
 
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+def _package_dir(package: str) -> Path:
+    return Path(str(files(package)))
 
 
 def migrations_dir() -> Path:
-    return PROJECT_ROOT / "migrations"
+    return _package_dir("app.migrations")
 
 
 def sql_dir() -> Path:
-    return PROJECT_ROOT / "sql"
+    return _package_dir("app.sql")
 
 
 @cache

@@ -1,0 +1,1 @@
+"""Alembic migrations, shipped in the wheel as app.migrations; run with `elephant migrate`."""

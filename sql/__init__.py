@@ -1,0 +1,1 @@
+"""SQL files the code runs and analysts can read (shipped as package data)."""
