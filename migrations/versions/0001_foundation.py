@@ -135,7 +135,7 @@ def upgrade() -> None:
             embedding        vector({dim}),
             tsv              tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED,
             source           text NOT NULL DEFAULT 'api',
-            importance       real NOT NULL DEFAULT 0.5 CHECK (importance BETWEEN 0 AND 1),
+            importance       real NOT NULL DEFAULT 50 CHECK (importance BETWEEN 0 AND 100),
             conversation_id  uuid REFERENCES conversations (id) ON DELETE SET NULL,
             turn_start       integer,
             turn_end         integer,
