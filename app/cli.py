@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from functools import wraps
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -75,19 +76,75 @@ def serve(host: str | None, port: int | None) -> None:
     import uvicorn
 
     from app.api import create_app
+    from app.services.runtime import Elephant
 
     settings = _settings()
-    db = Database(settings)
-    db.open()  # fail here, with our message, rather than inside the ASGI lifespan
+    # Open here, failing with our message, rather than inside the ASGI lifespan.
+    elephant = Elephant.open(settings)
     try:
+        if settings.worker.enabled:
+            elephant.start_worker()
         uvicorn.run(
-            create_app(settings, db),
+            create_app(settings, elephant),
             host=host or settings.server.host,
             port=port or settings.server.port,
             log_level=settings.log.level.lower(),
         )
     finally:
-        db.close()
+        elephant.close()
+
+
+@main.command()
+@click.option("--once", is_flag=True, help="Run the jobs that are due, then exit.")
+@_friendly_errors
+def worker(once: bool) -> None:
+    """Drain the fact-extraction queue (all tenants) until stopped."""
+    from app.services.runtime import Elephant
+    from app.services.worker import Worker, drain
+
+    settings = _settings()
+    elephant = Elephant.open(settings)
+    try:
+        if once:
+            click.echo(f"ran {drain(elephant)} jobs")
+            return
+        background = Worker(elephant)
+        background.start()
+        click.echo("worker running; Ctrl-C to stop")
+        signal.pause()
+    finally:
+        elephant.close()
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--tenant", default=None, help="Tenant to ingest into (default: tenant.default).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["auto", "jsonl", "locomo"]),
+    default="auto",
+    help="JSONL of notes/conversations, or a LoCoMo JSON file.",
+)
+@click.option("--split-tenants", is_flag=True, help="LoCoMo: one tenant per sample.")
+@click.option("--no-extract", is_flag=True, help="Leave fact extraction to a worker.")
+@_friendly_errors
+def ingest(path: Path, tenant: str | None, fmt: str, split_tenants: bool, no_extract: bool) -> None:
+    """Ingest a file through the write path (gate, dedup, windows, facts)."""
+    from app.services import ingest as ingest_service
+    from app.services.runtime import Elephant
+    from app.services.worker import drain
+
+    settings = _settings()
+    items = ingest_service.read_items(path, tenant or settings.tenant.default, fmt, split_tenants)
+    elephant = Elephant.open(settings)
+    try:
+        with click.progressbar(length=len(items), label="committing", file=sys.stderr) as bar:
+            report = ingest_service.ingest(elephant, items, on_item=lambda _: bar.update(1))
+        ran = 0 if no_extract else drain(elephant)
+        click.echo(json.dumps({**report.__dict__, "jobs_run": ran}, indent=2))
+    finally:
+        elephant.close()
 
 
 @main.command()

@@ -116,19 +116,102 @@ class ServerSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    provider: Literal["local"] = Field(
-        "local",
-        description="Embedder backend (local transformers; more arrive with the write path).",
+    provider: Literal["local", "ollama"] = Field(
+        "local", description="Embedder backend: local (transformers, offline) or ollama."
     )
     model: str = Field(
         "all-MiniLM-L6-v2",
-        description="Model name, or a local Hugging Face model directory for provider local.",
+        description="local: all-MiniLM-L6-v2 (bundled) or a Hugging Face model directory; "
+        "ollama: a model name such as nomic-embed-text.",
     )
     dim: int = Field(
         384,
         ge=1,
         le=16000,
         description="Vector dimension; fixed when the database is initialised.",
+    )
+    batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding batch.")
+    max_length: int = Field(256, ge=8, le=8192, description="Token limit per text (local).")
+    device: str = Field("cpu", description="Torch device for provider local (cpu, cuda, mps).")
+    ollama_url: str = Field("http://127.0.0.1:11434", description="Ollama server for ollama.")
+    query_prefix: str = Field("", description="Prepended to queries (nomic: 'search_query: ').")
+    document_prefix: str = Field(
+        "", description="Prepended to stored texts (nomic: 'search_document: ')."
+    )
+    timeout_s: float = Field(30.0, gt=0, description="Seconds per embedding request (ollama).")
+
+
+class LLMSettings(_Section):
+    provider: Literal["offline", "anthropic", "ollama"] = Field(
+        "offline",
+        description="offline = deterministic heuristics, no model; anthropic; ollama.",
+    )
+    model: str = Field(
+        "claude-haiku-4-5", description="Model name (anthropic or ollama, e.g. llama3.1)."
+    )
+    anthropic_api_key: str | None = Field(
+        None,
+        description="Anthropic key; also read from ANTHROPIC_API_KEY.",
+        json_schema_extra={"secret": True},
+    )
+    anthropic_base_url: str | None = Field(
+        None, description="Anthropic API base URL (unset: the SDK default)."
+    )
+    ollama_url: str = Field("http://127.0.0.1:11434", description="Ollama server.")
+    timeout_s: float = Field(30.0, gt=0, description="Seconds per LLM call.")
+    max_retries: int = Field(
+        1, ge=0, le=5, description="Extra attempts when the answer is not valid JSON/schema."
+    )
+
+
+class GateSettings(_Section):
+    enabled: bool = Field(True, description="Run the A-MAC admission gate on every write.")
+    threshold: float = Field(
+        4.0, ge=0, le=10, description="Composite score needed to admit (per tenant overridable)."
+    )
+    novelty_neighbours: int = Field(
+        5, ge=1, le=100, description="Stored neighbours novelty is measured against."
+    )
+
+
+class DedupSettings(_Section):
+    near_cosine: float = Field(
+        0.92, ge=0, le=1, description="Near duplicate: cosine at least this AND token Jaccard..."
+    )
+    near_jaccard: float = Field(0.5, ge=0, le=1, description="...above this.")
+    strong_cosine: float = Field(
+        0.95, ge=0, le=1, description="Near duplicate on cosine alone at or above this."
+    )
+
+
+class CommitSettings(_Section):
+    max_text_chars: int = Field(
+        32000, ge=1, le=1_000_000, description="Longest note or turn accepted."
+    )
+    max_turns: int = Field(
+        10000, ge=1, description="Most turns accepted in one commit_conversation."
+    )
+    window_size: int = Field(5, ge=1, le=100, description="Turns per conversation window.")
+    stride: int = Field(2, ge=1, le=100, description="Turns between window starts.")
+
+
+class WorkerSettings(_Section):
+    enabled: bool = Field(
+        True, description="Drain the job queue inside `elephant serve` (else: `elephant worker`)."
+    )
+    poll_interval_s: float = Field(1.0, gt=0, description="Idle wait between queue polls.")
+    max_attempts: int = Field(5, ge=1, le=100, description="Tries before a job is marked failed.")
+    backoff_s: float = Field(
+        2.0, ge=0, description="First retry delay; doubles with every failed attempt."
+    )
+
+
+class ContradictionSettings(_Section):
+    candidates: int = Field(
+        5, ge=1, le=50, description="Most similar active facts of the subject compared."
+    )
+    min_similarity: float = Field(
+        0.35, ge=0, le=1, description="Cosine below which facts are not compared."
     )
 
 
@@ -159,6 +242,12 @@ class Settings(_Section):
     embedded: EmbeddedSettings = EmbeddedSettings()
     server: ServerSettings = ServerSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
+    llm: LLMSettings = LLMSettings()
+    gate: GateSettings = GateSettings()
+    dedup: DedupSettings = DedupSettings()
+    commit: CommitSettings = CommitSettings()
+    worker: WorkerSettings = WorkerSettings()
+    contradiction: ContradictionSettings = ContradictionSettings()
     tenant: TenantSettings = TenantSettings()
     log: LogSettings = LogSettings()
 
@@ -206,9 +295,13 @@ def iter_keys() -> Iterator[tuple[str, str, Any, str, bool]]:
             )
 
 
+# Conventional names read too; the ELEPHANT_ name wins when both are set.
+ENV_ALIASES = {"DATABASE_URL": "database.url", "ANTHROPIC_API_KEY": "llm.anthropic_api_key"}
+
+
 def _env_key_map() -> dict[str, str]:
     mapping = {env: key for key, env, *_ in iter_keys()}
-    mapping["DATABASE_URL"] = "database.url"
+    mapping.update(ENV_ALIASES)
     return mapping
 
 
@@ -240,7 +333,7 @@ def load_settings(
             if env_name.startswith(ENV_PREFIX):
                 unknown.append(env_name)
             continue
-        if env_name == "DATABASE_URL" and f"{ENV_PREFIX}DATABASE_URL" in env:
+        if env_name in ENV_ALIASES and _own_env_name(dotted) in env:
             continue  # the explicit ELEPHANT_ name wins
         _assign(data, dotted, raw)
         sources[dotted] = env_name
@@ -251,6 +344,10 @@ def load_settings(
         return Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_validation_message(exc, sources)) from None
+
+
+def _own_env_name(dotted: str) -> str:
+    return ENV_PREFIX + dotted.replace(".", "_").upper()
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -338,6 +435,7 @@ def reference_markdown() -> str:
             shown = f"`{str(default).lower()}`"
         else:
             shown = f"`{default}`"
-        env_names = f"`{env}`" + (", `DATABASE_URL`" if dotted == "database.url" else "")
+        aliases = [alias for alias, target in ENV_ALIASES.items() if target == dotted]
+        env_names = ", ".join(f"`{name}`" for name in [env, *aliases])
         rows.append(f"| `{dotted}` | {env_names} | {shown} | {description} |")
     return "\n".join(rows)

@@ -18,10 +18,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from app.config import Settings
+from app.config import EmbeddingSettings, Settings
 from app.db import Database
 from app.db import migrate as migrations
 from app.db.embedded import EmbeddedPostgres
+from app.providers.embedder import Embedder, LocalEmbedder
+from app.services.runtime import Elephant
 
 TEMPLATE_DB = "elephant_template"
 _counter = itertools.count()
@@ -95,3 +97,22 @@ def db(settings: Settings) -> Iterator[Database]:
     database.open()
     yield database
     database.close()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real default model (all-MiniLM-L6-v2), loaded once per run."""
+    return LocalEmbedder(EmbeddingSettings())
+
+
+@pytest.fixture(scope="module")
+def elephant(settings: Settings, db: Database, embedder: Embedder) -> Elephant:
+    """The runtime on this module's database: real embedder, offline (no) LLM."""
+    return Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+
+
+def count_rows(db: Database, tenant: str, table: str) -> int:
+    with db.tenant(tenant) as conn:
+        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608 - test tables
+    assert row is not None
+    return int(row[0])

@@ -16,12 +16,14 @@ from app.api import create_app
 from app.config import Settings
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
+from app.providers.embedder import Embedder
+from app.services.runtime import Elephant
 from tests.conftest import free_port
 
 
 @pytest.fixture(scope="module")
-def client(settings: Settings, db: Database) -> Iterator[TestClient]:  # type: ignore[type-arg]
-    with TestClient(app=create_app(settings, db)) as test_client:
+def client(settings: Settings, elephant: Elephant) -> Iterator[TestClient]:  # type: ignore[type-arg]
+    with TestClient(app=create_app(settings, elephant)) as test_client:
         yield test_client
 
 
@@ -63,12 +65,15 @@ def test_unknown_route_is_404_json(client: TestClient) -> None:  # type: ignore[
     assert client.get("/nope").status_code == 404
 
 
-def test_health_degrades_while_database_is_down_and_recovers(tmp_path: Path) -> None:
+def test_health_degrades_while_database_is_down_and_recovers(
+    tmp_path: Path, embedder: Embedder
+) -> None:
     settings = Settings.model_validate({"data_dir": str(tmp_path)})
     db = Database(settings)
     db.open()
+    elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
     try:
-        with TestClient(app=create_app(settings, db)) as client:
+        with TestClient(app=create_app(settings, elephant)) as client:
             assert client.get("/health").json()["status"] == "ok"
             assert db.embedded is not None
             EmbeddedPostgres(db.embedded.root).stop()  # the database goes away under us

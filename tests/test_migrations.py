@@ -94,3 +94,18 @@ def test_unmigrated_database_without_auto_migrate_says_what_to_run(
     with pytest.raises(SchemaMismatch, match="elephant migrate"):
         db.open()
     db.close()
+
+
+def test_every_python_package_is_listed_for_the_wheel() -> None:
+    """pyproject lists packages explicitly (for the migrations/sql mapping): keep it whole."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    listed = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
+    found = {
+        ".".join(path.parent.relative_to(root).parts)
+        for path in (root / "app").rglob("__init__.py")
+    }
+    assert found <= listed, f"add to [tool.setuptools] packages: {sorted(found - listed)}"

@@ -9,26 +9,44 @@ from litestar.openapi import OpenAPIConfig
 from app import __version__
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
+from app.api.memory import MemoryController
 from app.config import Settings
 from app.db import Database
+from app.services.runtime import Elephant
 
 
-def create_app(settings: Settings, db: Database | None = None) -> Litestar:
-    """Build the app. Given a ``db`` the caller owns it; otherwise the app opens and closes one."""
-    database = db or Database(settings)
-    owned = db is None
+def create_app(settings: Settings, elephant: Elephant | None = None) -> Litestar:
+    """Build the app. Given an ``elephant`` the caller owns it; otherwise the app opens one
+    at start-up (with the in-process worker when worker.enabled) and closes it at shutdown."""
+    holder: dict[str, Elephant] = {}
+    if elephant is not None:
+        holder["elephant"] = elephant
 
     def startup() -> None:
-        if owned:
-            database.open()
+        if "elephant" not in holder:
+            opened = Elephant.open(settings)
+            if settings.worker.enabled:
+                opened.start_worker()
+            holder["elephant"] = opened
+            holder["owned"] = opened
 
     def shutdown() -> None:
-        if owned:
-            database.close()
+        owned = holder.pop("owned", None)
+        if owned is not None:
+            owned.close()
+
+    def provide_elephant() -> Elephant:
+        return holder["elephant"]
+
+    def provide_db() -> Database:
+        return holder["elephant"].db
 
     return Litestar(
-        route_handlers=[HealthController],
-        dependencies={"db": Provide(lambda: database, sync_to_thread=False)},
+        route_handlers=[HealthController, MemoryController],
+        dependencies={
+            "elephant": Provide(provide_elephant, sync_to_thread=False),
+            "db": Provide(provide_db, sync_to_thread=False),
+        },
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         on_startup=[startup],
         on_shutdown=[shutdown],

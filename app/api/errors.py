@@ -10,16 +10,21 @@ from litestar.exceptions import ValidationException
 from app.errors import ElephantError
 
 
-def elephant_error_handler(_: Request[Any, Any, Any], exc: ElephantError) -> Response[object]:
+def elephant_error_handler(_: Request[Any, Any, Any], exc: ElephantError) -> Response[Any]:
     return Response(content=exc.to_dict(), status_code=exc.status_code)
 
 
-def validation_error_handler(
-    _: Request[Any, Any, Any], exc: ValidationException
-) -> Response[object]:
-    """Litestar's 400 for a malformed body becomes our 422 with its field messages."""
+def validation_error_handler(_: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
+    """Litestar's 400 for a malformed request becomes a 422 naming each field to fix."""
+    fields = exc.extra if isinstance(exc.extra, list) else []
+    problems = []
+    for item in fields:
+        if isinstance(item, dict):
+            where = item.get("key") or item.get("source") or "body"
+            problems.append(f"{where}: {item.get('message', 'invalid')}")
+    message = "; ".join(problems) or str(exc.detail)
     return Response(
-        content={"error": "invalid_input", "message": exc.detail, "details": {"fields": exc.extra}},
+        content={"error": "invalid_input", "message": message, "details": {"fields": fields}},
         status_code=422,
     )
 

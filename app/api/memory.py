@@ -1,0 +1,108 @@
+"""Write-path endpoints: commit, commit_conversation, feedback, gate metrics, jobs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, Response, get, post, put
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, Parameter
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.deps import tenant_from
+from app.services import admission, contradictions, queue
+from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.feedback import FeedbackIn, give_feedback
+from app.services.runtime import Elephant
+
+Wait = Annotated[bool, Parameter(description="Run fact extraction now and return when it is done.")]
+Limit = Annotated[int, Parameter(ge=1, le=200, description="1-200.")]
+
+
+class ThresholdIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float | None = Field(
+        ..., ge=0, le=10, description="New threshold for this tenant; null restores the default."
+    )
+
+
+class MemoryController(Controller):
+    tags = ["memory"]
+
+    @post("/commit", sync_to_thread=True, summary="Store a note (gated, deduplicated)")
+    def commit(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[NoteIn],
+        wait: Wait = False,
+    ) -> Response[dict[str, Any]]:
+        result = commit_note(elephant, tenant_from(request, elephant), data, wait=wait)
+        return Response(result.to_dict(), status_code=201 if result.status == "stored" else 200)
+
+    @post(
+        "/commit_conversation",
+        sync_to_thread=True,
+        summary="Store a conversation: raw turns plus gated, overlapping windows",
+    )
+    def commit_conversation(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[ConversationIn],
+        wait: Wait = False,
+    ) -> Response[dict[str, Any]]:
+        result = commit_conversation(elephant, tenant_from(request, elephant), data, wait=wait)
+        return Response(result.to_dict(), status_code=201)
+
+    @post("/feedback", sync_to_thread=True, status_code=200, summary="Mark a memory or fact")
+    def feedback(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[FeedbackIn],
+    ) -> dict[str, Any]:
+        return give_feedback(elephant, tenant_from(request, elephant), data)
+
+    @get("/amac/metrics", sync_to_thread=True, summary="Admission gate counts and scores")
+    def amac_metrics(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        recent: Annotated[int, Parameter(ge=0, le=200)] = 20,
+    ) -> dict[str, Any]:
+        return admission.metrics(elephant, tenant_from(request, elephant), recent)
+
+    @put("/amac/threshold", sync_to_thread=True, summary="Set this tenant's gate threshold")
+    def amac_threshold(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[ThresholdIn],
+    ) -> dict[str, float]:
+        threshold = admission.set_threshold(
+            elephant, tenant_from(request, elephant), data.threshold
+        )
+        return {"threshold": threshold}
+
+    @get("/contradictions", sync_to_thread=True, summary="Detected contradictions, newest first")
+    def contradictions(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        limit: Limit = 50,
+    ) -> dict[str, Any]:
+        return {
+            "contradictions": contradictions.recent(elephant, tenant_from(request, elephant), limit)
+        }
+
+    @get("/jobs", sync_to_thread=True, summary="The tenant's background jobs (failures stay)")
+    def jobs(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        status: Annotated[str | None, Parameter(pattern="^(queued|running|done|failed)$")] = None,
+        limit: Limit = 50,
+    ) -> dict[str, Any]:
+        return queue.overview(elephant.db, tenant_from(request, elephant), status, limit)

@@ -1,0 +1,1 @@
+"""Fact extraction: atomic, dated, attributed statements from notes and conversations."""

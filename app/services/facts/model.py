@@ -1,0 +1,43 @@
+"""The shapes fact extraction works with, shared by the LLM and offline extractors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+FactType = Literal["world", "experience", "inference"]
+
+
+@dataclass(frozen=True)
+class TurnInput:
+    """One utterance to extract from. A note is a single turn with speaker None."""
+
+    speaker: str | None
+    text: str
+    timestamp: datetime | None = None
+    turn_id: str | None = None  # caller's id of the turn, e.g. LoCoMo's "D1:3"
+
+
+class EntityRef(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    type: str = Field("thing", max_length=40)
+
+
+class ExtractedFact(BaseModel):
+    """One atomic statement, ready to embed and store."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str = Field(min_length=1, max_length=2000)
+    subject: str | None = Field(None, max_length=200)
+    entities: list[EntityRef] = Field(default_factory=list)
+    fact_type: FactType = "world"
+    valid_from: datetime | None = None
+    valid_to: datetime | None = None
+    confidence: float = Field(0.8, ge=0, le=1)
+    source_turn_ids: list[str] = Field(default_factory=list)

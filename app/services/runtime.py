@@ -1,0 +1,76 @@
+"""The running Elephant: settings, database, embedder and LLM, built once and shared.
+
+The API, the MCP adapter and the CLI each hold one of these and call the service
+functions with it; nothing here is created at import time.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from app.config import Settings
+from app.db import Database
+from app.providers.embedder import Embedder, build_embedder
+from app.providers.llm import LLM
+
+if TYPE_CHECKING:
+    from app.services.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+class Elephant:
+    # A plain class, not a dataclass: Litestar would try to validate a dataclass
+    # dependency field by field.
+    def __init__(
+        self, *, settings: Settings, db: Database, embedder: Embedder, llm: LLM | None
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.embedder = embedder
+        self.llm = llm
+        self.worker: Worker | None = None
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        db: Database | None = None,
+        embedder: Embedder | None = None,
+        llm: LLM | None = None,
+        use_llm_from_settings: bool = True,
+    ) -> Elephant:
+        """Open the database (unless given) and build the providers the settings name."""
+        database = db or Database(settings)
+        if db is None:
+            database.open()
+        if llm is None and use_llm_from_settings:
+            from app.providers.llm import build_llm
+
+            llm = build_llm(settings.llm)
+        return cls(
+            settings=settings,
+            db=database,
+            embedder=embedder or build_embedder(settings.embedding),
+            llm=llm,
+        )
+
+    def start_worker(self) -> None:
+        """Drain the job queue in a background thread of this process."""
+        from app.services.worker import Worker
+
+        if self.worker is None:
+            self.worker = Worker(self)
+            self.worker.start()
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+        self.db.close()
+
+    @property
+    def scorer_name(self) -> str:
+        return "offline" if self.llm is None else f"{self.llm.provider}:{self.llm.model}"
