@@ -70,7 +70,7 @@ def count(elephant: Elephant, tenants: list[str], table: str) -> int:
     total = 0
     for tenant in tenants:
         with elephant.db.tenant(tenant) as conn:
-            row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()  # noqa: S608
+            row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
             total += int(row[0]) if row else 0
     return total
 
@@ -90,9 +90,8 @@ def main() -> None:
         settings = Settings.model_validate({"data_dir": tmp, "log": {"level": "WARNING"}})
         embed_watch, extract_watch = Stopwatch(), Stopwatch()
         started = time.perf_counter()
-        elephant = Elephant.open(settings, use_llm_from_settings=False)
         embedder = TimedEmbedder(build_embedder(settings.embedding), embed_watch)
-        elephant.embedder = embedder
+        elephant = Elephant.open(settings, embedder=embedder, use_llm_from_settings=False)
         open_s = time.perf_counter() - started
         pipeline.extract_offline = extract_watch.wrap(pipeline.extract_offline)  # type: ignore[assignment]
         try:

@@ -1,16 +1,23 @@
--- Active facts about the same subject, most similar first: the candidates a new
--- fact may contradict.
---   %(subject)s text, %(embedding)s vector, %(exclude)s uuid (the new fact), %(k)s int
-SELECT f.id,
+-- For each new fact: the active facts about the same subject, most similar first,
+-- the candidates it may contradict. One round trip for a whole extraction batch.
+--   %(ids)s uuid[], %(subjects)s text[], %(vectors)s vector[]  (parallel arrays)
+--   %(k)s int  candidates per fact
+SELECT q.ord::int                              AS ord,
+       f.id,
        f.text,
        f.valid_from,
-       f.recorded_at,
-       1 - (f.embedding <=> %(embedding)s) AS similarity
-FROM facts AS f
-WHERE f.status = 'active'
-  AND f.expired_at IS NULL
-  AND lower(f.subject) = lower(%(subject)s)
-  AND f.id <> %(exclude)s
-  AND f.embedding IS NOT NULL
-ORDER BY f.embedding <=> %(embedding)s
-LIMIT %(k)s;
+       1 - f.distance                          AS similarity
+FROM unnest(%(ids)s::uuid[], %(subjects)s::text[], %(vectors)s::vector[])
+         WITH ORDINALITY AS q(id, subject, embedding, ord)
+CROSS JOIN LATERAL (
+    SELECT c.id, c.text, c.valid_from, c.embedding <=> q.embedding AS distance
+    FROM facts AS c
+    WHERE c.status = 'active'
+      AND c.expired_at IS NULL
+      AND lower(c.subject) = lower(q.subject)
+      AND c.id <> q.id
+      AND c.embedding IS NOT NULL
+    ORDER BY c.embedding <=> q.embedding
+    LIMIT %(k)s
+) AS f
+ORDER BY q.ord, f.distance;

@@ -32,43 +32,59 @@ class StoredFact:
     embedding: Vectors
 
 
-def check(elephant: Elephant, conn: Connection, tenant: str, fact: StoredFact) -> int:
-    """Compare with similar facts of the same subject; close the older on conflict."""
-    if not fact.subject:
+def check(elephant: Elephant, conn: Connection, tenant: str, facts: list[StoredFact]) -> int:
+    """Check a batch of just-stored facts, in order, as if they had arrived one by one."""
+    subjects = [fact for fact in facts if fact.subject]
+    if not subjects:
         return 0
     settings = elephant.settings.contradiction
-    candidates = conn.execute(
+    rows = conn.execute(
         load_sql("similar_facts.sql"),
         {
-            "subject": fact.subject,
-            "embedding": fact.embedding,
-            "exclude": fact.id,
+            "ids": [fact.id for fact in subjects],
+            "subjects": [fact.subject for fact in subjects],
+            "vectors": [fact.embedding for fact in subjects],
             "k": settings.candidates,
         },
     ).fetchall()
+    candidates: dict[int, list[tuple[str, str, datetime | None, float]]] = {}
+    for ordinal, other_id, other_text, other_from, similarity in rows:
+        candidates.setdefault(int(ordinal) - 1, []).append(
+            (str(other_id), other_text, other_from, float(similarity))
+        )
+    position = {fact.id: index for index, fact in enumerate(subjects)}
+    closed: set[str] = set()
     found = 0
-    for other_id, other_text, other_from, _recorded, similarity in candidates:
-        if similarity < settings.min_similarity:
+    for index, fact in enumerate(subjects):
+        if fact.id in closed:
             continue
-        verdict = _judge(elephant, conn, tenant, fact.subject, other_text, fact.text)
-        if verdict is None:
-            continue
-        contradicts, score, reason, detector = verdict
-        if not contradicts:
-            continue
-        older, newer = str(other_id), fact.id
-        if other_from is not None and fact.valid_from is not None and fact.valid_from < other_from:
-            older, newer = fact.id, str(other_id)  # the new fact describes an earlier time
-        _close(conn, tenant, older, newer, detector, score, reason)
-        found += 1
-        if older == fact.id:
-            break  # the new fact itself is closed; it supersedes nothing further
+        for other_id, other_text, other_from, similarity in candidates.get(index, []):
+            if similarity < settings.min_similarity or other_id in closed:
+                continue
+            if position.get(other_id, -1) > index:
+                continue  # a later fact of this batch: it will compare itself with this one
+            verdict = _judge(elephant, conn, tenant, str(fact.subject), other_text, fact.text)
+            contradicts, score, reason, detector = verdict
+            if not contradicts:
+                continue
+            older, newer = other_id, fact.id
+            if (
+                other_from is not None
+                and fact.valid_from is not None
+                and (fact.valid_from < other_from)
+            ):
+                older, newer = fact.id, other_id  # the new fact describes an earlier time
+            _close(conn, tenant, older, newer, detector, score, reason)
+            closed.add(older)
+            found += 1
+            if older == fact.id:
+                break  # the new fact itself is closed; it supersedes nothing further
     return found
 
 
 def _judge(
     elephant: Elephant, conn: Connection, tenant: str, subject: str, older: str, newer: str
-) -> tuple[bool, float, str, str] | None:
+) -> tuple[bool, float, str, str]:
     llm = elephant.llm
     if llm is not None:
         try:

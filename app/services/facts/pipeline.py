@@ -35,17 +35,13 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
     if not facts:
         return 0
     vectors = elephant.embedder.embed_documents([fact.text for fact in facts])
-    stored = 0
+    rows = []
     for fact, vector in zip(facts, vectors, strict=True):
         memory_id = next(
             (memory_for_turn[t] for t in fact.source_turn_ids if t in memory_for_turn),
             memory_for_turn.get("*"),
         )
-        row = conn.execute(
-            "INSERT INTO facts (tenant_id, memory_id, conversation_id, source_turn_ids, subject, "
-            "text, embedding, fact_type, confidence, entities, valid_from, valid_to, "
-            "content_hash) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (tenant_id, content_hash) DO NOTHING RETURNING id",
+        rows.append(
             (
                 job.tenant_id,
                 memory_id,
@@ -60,20 +56,30 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
                 fact.valid_from,
                 _valid_to(fact),
                 content_hash(fact.text),
-            ),
-        ).fetchone()
-        if row is None:
-            continue  # the same statement is already known
-        stored += 1
-        contradictions.check(
-            elephant,
-            conn,
-            job.tenant_id,
-            contradictions.StoredFact(
-                str(row[0]), fact.text, fact.subject, fact.valid_from, vector
-            ),
+            )
         )
-    return stored
+    stored: list[contradictions.StoredFact] = []
+    with conn.cursor() as cursor:
+        # One pipelined batch; a statement the tenant already knows inserts nothing.
+        cursor.executemany(
+            "INSERT INTO facts (tenant_id, memory_id, conversation_id, source_turn_ids, subject, "
+            "text, embedding, fact_type, confidence, entities, valid_from, valid_to, "
+            "content_hash) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (tenant_id, content_hash) DO NOTHING RETURNING id",
+            rows,
+            returning=True,
+        )
+        for fact, vector in zip(facts, vectors, strict=True):
+            row = cursor.fetchone()
+            if row is not None:
+                stored.append(
+                    contradictions.StoredFact(
+                        str(row[0]), fact.text, fact.subject, fact.valid_from, vector
+                    )
+                )
+            cursor.nextset()
+    contradictions.check(elephant, conn, job.tenant_id, stored)
+    return len(stored)
 
 
 def _valid_to(fact: ExtractedFact) -> datetime | None:
