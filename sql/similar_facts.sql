@@ -1,6 +1,6 @@
 -- For each new fact: the active facts about the same subject, most similar first,
 -- the candidates it may contradict. One round trip for a whole extraction batch.
---   %(ids)s uuid[], %(subjects)s text[], %(vectors)s vector[]  (parallel arrays)
+--   %(ids)s uuid[], %(subjects)s text[] (lower-case), %(vectors)s vector[]  (parallel arrays)
 --   %(k)s int  candidates per fact
 SELECT q.ord::int                              AS ord,
        f.id,
@@ -14,7 +14,7 @@ CROSS JOIN LATERAL (
     FROM facts AS c
     WHERE c.status = 'active'
       AND c.expired_at IS NULL
-      AND lower(c.subject) = lower(q.subject)
+      AND c.subject_key = q.subject
       AND c.id <> q.id
       AND c.embedding IS NOT NULL
     ORDER BY c.embedding <=> q.embedding

@@ -42,7 +42,7 @@ def check(elephant: Elephant, conn: Connection, tenant: str, facts: list[StoredF
         load_sql("similar_facts.sql"),
         {
             "ids": [fact.id for fact in subjects],
-            "subjects": [fact.subject for fact in subjects],
+            "subjects": [str(fact.subject).lower() for fact in subjects],
             "vectors": [fact.embedding for fact in subjects],
             "k": settings.candidates,
         },

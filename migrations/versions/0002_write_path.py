@@ -29,8 +29,15 @@ def upgrade() -> None:
     )
     op.execute("ALTER TABLE facts ADD COLUMN content_hash text")
     op.execute("CREATE UNIQUE INDEX facts_tenant_hash ON facts (tenant_id, content_hash)")
+    # A stored lower-case key, not an index on lower(subject): under row-level security
+    # a query's non-leakproof functions (lower) run after the policy and cannot drive
+    # an index scan, while a plain text equality can.
     op.execute(
-        "CREATE INDEX facts_tenant_subject_active ON facts (tenant_id, lower(subject)) WHERE status = 'active'"
+        "ALTER TABLE facts ADD COLUMN subject_key text GENERATED ALWAYS AS (lower(subject)) STORED"
+    )
+    op.execute(
+        "CREATE INDEX facts_tenant_subject_active ON facts (tenant_id, subject_key) "
+        "WHERE status = 'active'"
     )
 
     op.execute(
@@ -187,6 +194,7 @@ def downgrade() -> None:
     for table in reversed(NEW_TABLES):
         op.execute(f"DROP TABLE IF EXISTS {table}")
     op.execute("DROP INDEX IF EXISTS facts_tenant_subject_active")
+    op.execute("ALTER TABLE facts DROP COLUMN IF EXISTS subject_key")
     op.execute("DROP INDEX IF EXISTS facts_tenant_hash")
     op.execute("ALTER TABLE facts DROP COLUMN IF EXISTS content_hash")
     op.execute("ALTER TABLE facts DROP COLUMN IF EXISTS importance")
