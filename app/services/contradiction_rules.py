@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 _NUMBER_WORDS = {
     "zero": 0,
@@ -209,6 +210,7 @@ _NEGATIVE_VERBS = ("hate", "dislike", "detest", "can not stand")
 _ALLERGY_RE = re.compile(r"\ballergic\s+to\s+(?P<v>.+)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=8192)
 def _expand(text: str) -> str:
     text = text.replace("\u2019", "'")
     for pattern, replacement in _CONTRACTIONS:
@@ -216,8 +218,11 @@ def _expand(text: str) -> str:
     return text
 
 
-def _claims(body: str) -> list[_Claim]:
-    """Every claim the rules can read from the predicate part of a statement."""
+@lru_cache(maxsize=8192)
+def _claims(body: str) -> tuple[_Claim, ...]:
+    """Every claim the rules can read from the predicate part of a statement.
+
+    Cached: a fact is compared with several candidates, and each as a candidate again."""
     text = _expand(body)
     negated = bool(_NEGATION_RE.search(text))
     historic = bool(_HISTORIC_RE.search(text))
@@ -250,7 +255,7 @@ def _claims(body: str) -> list[_Claim]:
         obj = _value(m["v"])
         sign = "-" if negated else "+"
         claims.append(_Claim(f"allergy:{_norm(obj)}", sign, False, False, obj))
-    return claims
+    return tuple(claims)
 
 
 _NAMED_PARTNER_RE = re.compile(r"^\s+is\s+(?:now\s+)?(?:named\s+|called\s+)?[A-Z]")
@@ -313,9 +318,10 @@ def _compare_values(older: _Claim, newer: _Claim) -> tuple[bool, float, str] | N
     return True, score, f"different {kind}: '{older.shown}' vs '{newer.shown}'"
 
 
-def _tokens(text: str) -> list[str]:
+@lru_cache(maxsize=8192)
+def _tokens(text: str) -> tuple[str, ...]:
     words = re.findall(r"[\w&+-]+", _expand(text).lower())
-    return [_stem(w) for w in words if w not in _NEUTRAL and w != "longer"]
+    return tuple(_stem(w) for w in words if w not in _NEUTRAL and w != "longer")
 
 
 def offline_contradiction(subject: str | None, older: str, newer: str) -> Verdict:
