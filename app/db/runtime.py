@@ -26,6 +26,7 @@ from app.config import Settings, validate_tenant_id
 from app.db import migrate
 from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
+from app.db.repair import repair_bm25_statistics
 from app.errors import DatabaseUnavailable, InvalidInput, SchemaMismatch
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class Database:
         self.capabilities: Capabilities | None = None
         self._pool: ConnectionPool[Connection] | None = None
         self._known_tenants: set[str] = set()
+        self.repaired_indexes: list[str] = []
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ lifecycle
@@ -94,6 +96,8 @@ class Database:
             self._enable_app_login()
         with self.admin_connection() as conn:
             self.capabilities = detect(conn)
+            if self.capabilities.textsearch:
+                self.repaired_indexes = repair_bm25_statistics(conn)
         self._pool = ConnectionPool(
             self.app_conninfo(),
             min_size=self.settings.database.pool_min_size,
