@@ -215,6 +215,31 @@ class ContradictionSettings(_Section):
     )
 
 
+class SearchSettings(_Section):
+    windows: int = Field(45, ge=0, le=1000, description="Windows-dense lane size per variant.")
+    facts: int = Field(15, ge=0, le=1000, description="Facts-dense lane size per variant.")
+    keyword: int = Field(
+        10, ge=0, le=1000, description="Keyword lane size per variant (memories and facts each)."
+    )
+    rrf_k: int = Field(60, ge=1, le=10000, description="Reciprocal Rank Fusion constant.")
+    default_limit: int = Field(10, ge=1, le=200, description="Results when a request names none.")
+    expand: bool = Field(True, description="Add query variants (names) by default.")
+    max_variants: int = Field(5, ge=1, le=20, description="Most query variants per search.")
+    keyword_engine: Literal["auto", "bm25", "tsvector"] = Field(
+        "auto", description="auto: BM25 when pg_textsearch is installed, else tsvector ranking."
+    )
+    recency_weight: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Weight of the recency prior added to the fused score (0 = off).",
+    )
+    half_life_days: float = Field(23.0, gt=0, description="Half-life of the recency prior.")
+    recently_accessed_minutes: float = Field(
+        30.0, ge=0, description="/proactive skips memories accessed this recently."
+    )
+
+
 class TenantSettings(_Section):
     default: str = Field("default", description="Tenant used when a request names none.")
 
@@ -248,6 +273,7 @@ class Settings(_Section):
     commit: CommitSettings = CommitSettings()
     worker: WorkerSettings = WorkerSettings()
     contradiction: ContradictionSettings = ContradictionSettings()
+    search: SearchSettings = SearchSettings()
     tenant: TenantSettings = TenantSettings()
     log: LogSettings = LogSettings()
 

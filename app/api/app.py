@@ -10,6 +10,7 @@ from app import __version__
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.health import HealthController
 from app.api.memory import MemoryController
+from app.api.search import SearchController
 from app.config import Settings
 from app.db import Database
 from app.services.runtime import Elephant
@@ -42,7 +43,7 @@ def create_app(settings: Settings, elephant: Elephant | None = None) -> Litestar
         return holder["elephant"].db
 
     return Litestar(
-        route_handlers=[HealthController, MemoryController],
+        route_handlers=[HealthController, MemoryController, SearchController],
         dependencies={
             "elephant": Provide(provide_elephant, sync_to_thread=False),
             "db": Provide(provide_db, sync_to_thread=False),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -22,7 +22,7 @@ from app.db.runtime import Connection
 from app.errors import InvalidInput
 from app.providers.embedder import Vectors
 from app.services import gate, queue
-from app.services.facts.dates import parse_session_date
+from app.services.inputs import parse_when
 from app.services.runtime import Elephant
 from app.services.text import content_hash, jaccard
 from app.services.windows import Window, WindowTurn, build_windows
@@ -32,24 +32,6 @@ TURNS_PER_EXTRACTION_JOB = 20
 
 
 # ------------------------------------------------------------------ inputs
-
-
-def _when(value: Any) -> datetime | None:
-    """ISO 8601 or LoCoMo-style ('1:56 pm on 8 May, 2023'); naive times are UTC."""
-    if value is None or isinstance(value, datetime):
-        parsed = value
-    elif isinstance(value, str):
-        parsed = parse_session_date(value)
-        if parsed is None:
-            raise ValueError(
-                f"could not read the date {value!r}: use ISO 8601 (2023-05-08T13:56:00Z) "
-                "or a form like '1:56 pm on 8 May, 2023'"
-            )
-    else:
-        raise ValueError("must be a date string")
-    if parsed is not None and parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed
 
 
 class _Input(BaseModel):
@@ -64,7 +46,7 @@ class NoteIn(_Input):
     occurred_at: datetime | None = Field(None, description="When it happened (the event date).")
     force: bool = Field(False, description="Store even if the gate would reject it (logged).")
 
-    _parse_when = field_validator("occurred_at", mode="before")(_when)
+    _parse_when = field_validator("occurred_at", mode="before")(parse_when)
 
 
 class TurnIn(_Input):
@@ -73,7 +55,7 @@ class TurnIn(_Input):
     timestamp: datetime | None = None
     id: str | None = Field(None, max_length=200, description="Caller's turn id, e.g. D1:3.")
 
-    _parse_when = field_validator("timestamp", mode="before")(_when)
+    _parse_when = field_validator("timestamp", mode="before")(parse_when)
 
 
 class ConversationIn(_Input):
@@ -86,7 +68,7 @@ class ConversationIn(_Input):
     metadata: dict[str, Any] = Field(default_factory=dict)
     force: bool = False
 
-    _parse_when = field_validator("session_date", mode="before")(_when)
+    _parse_when = field_validator("session_date", mode="before")(parse_when)
 
     @model_validator(mode="after")
     def _stride_within_window(self) -> ConversationIn:

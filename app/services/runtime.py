@@ -13,6 +13,7 @@ from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder, build_embedder
 from app.providers.llm import LLM
+from app.services.access import AccessRecorder
 
 if TYPE_CHECKING:
     from app.services.worker import Worker
@@ -31,6 +32,7 @@ class Elephant:
         self.embedder = embedder
         self.llm = llm
         self.worker: Worker | None = None
+        self.access = AccessRecorder(db)
 
     @classmethod
     def open(
@@ -69,6 +71,7 @@ class Elephant:
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
+        self.access.close()
         self.db.close()
 
     @property

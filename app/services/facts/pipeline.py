@@ -30,7 +30,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
         source = _conversation_source(conn, payload)
     if source is None:
         return 0  # the memory or conversation was deleted meanwhile
-    turns, anchor, memory_for_turn, conversation_id = source
+    turns, anchor, memory_for_turn, conversation_id, source_name = source
     facts = _extract(elephant, conn, job.tenant_id, turns, anchor)
     if not facts:
         return 0
@@ -56,6 +56,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
                 fact.valid_from,
                 _valid_to(fact),
                 content_hash(fact.text),
+                source_name,
             )
         )
     stored: list[contradictions.StoredFact] = []
@@ -64,7 +65,8 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
         cursor.executemany(
             "INSERT INTO facts (tenant_id, memory_id, conversation_id, source_turn_ids, subject, "
             "text, embedding, fact_type, confidence, entities, valid_from, valid_to, "
-            "content_hash) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "content_hash, source) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (tenant_id, content_hash) DO NOTHING RETURNING id",
             rows,
             returning=True,
@@ -112,21 +114,28 @@ def _extract(
     return [extract_prompt.to_extracted(fact) for fact in result.value.facts]
 
 
-_Source = tuple[list[TurnInput], datetime | None, dict[str, str], str | None]
+# turns, date anchor, memory id per turn id ("*" for a note), conversation id, source
+_Source = tuple[list[TurnInput], datetime | None, dict[str, str], str | None, str]
 
 
 def _note_source(conn: Connection, memory_id: str) -> _Source | None:
     row = conn.execute(
-        "SELECT text, coalesce(event_at, created_at) FROM memories WHERE id = %s", (memory_id,)
+        "SELECT text, coalesce(event_at, created_at), source FROM memories WHERE id = %s",
+        (memory_id,),
     ).fetchone()
     if row is None:
         return None
-    text, when = row
-    return [TurnInput(None, text, when, None)], when, {"*": memory_id}, None
+    text, when, source = row
+    return [TurnInput(None, text, when, None)], when, {"*": memory_id}, None, source
 
 
 def _conversation_source(conn: Connection, payload: dict[str, Any]) -> _Source | None:
     conversation_id = str(payload["conversation_id"])
+    conversation = conn.execute(
+        "SELECT source FROM conversations WHERE id = %s", (conversation_id,)
+    ).fetchone()
+    if conversation is None:
+        return None
     rows = conn.execute(
         "SELECT seq, speaker, text, occurred_at, source_turn_id FROM turns "
         "WHERE conversation_id = %s AND seq BETWEEN %s AND %s ORDER BY seq",
@@ -149,4 +158,4 @@ def _conversation_source(conn: Connection, payload: dict[str, Any]) -> _Source |
             memory_for_turn[turn_id] = str(window[0])
     anchor_text = payload.get("session_date")
     anchor = datetime.fromisoformat(anchor_text) if anchor_text else None
-    return turns, anchor, memory_for_turn, conversation_id
+    return turns, anchor, memory_for_turn, conversation_id, str(conversation[0])

@@ -1,0 +1,63 @@
+"""Read-path endpoints: search (GET and POST), stats, proactive."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, Parameter
+
+from app.api.deps import tenant_from
+from app.services.proactive import ProactiveIn, proactive
+from app.services.runtime import Elephant
+from app.services.search import SearchFilters, SearchRequest, search
+from app.services.stats import stats
+
+
+class SearchController(Controller):
+    tags = ["search"]
+
+    @get("/search", sync_to_thread=True, summary="Hybrid search (short queries; POST for long)")
+    def search_get(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        q: Annotated[str, Parameter(min_length=1, max_length=2000, description="The query.")],
+        limit: Annotated[int | None, Parameter(ge=1, le=200, description="1-200.")] = None,
+        source: Annotated[str | None, Parameter(description="Only this source.")] = None,
+        expand: Annotated[bool | None, Parameter(description="Add query variants.")] = None,
+        explain: bool = False,
+    ) -> dict[str, Any]:
+        body = SearchRequest(
+            query=q,
+            limit=limit,
+            expand=expand,
+            explain=explain,
+            filters=SearchFilters(source=source),
+        )
+        return search(elephant, tenant_from(request, elephant), body).to_dict()
+
+    @post("/search", sync_to_thread=True, status_code=200, summary="Hybrid search")
+    def search_post(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[SearchRequest],
+    ) -> dict[str, Any]:
+        return search(elephant, tenant_from(request, elephant), data).to_dict()
+
+    @get("/stats", sync_to_thread=True, summary="Counts by kind and source, sizes, index state")
+    def stats(
+        self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant]
+    ) -> dict[str, Any]:
+        return stats(elephant, tenant_from(request, elephant))
+
+    @post("/proactive", sync_to_thread=True, status_code=200, summary="Memories worth raising now")
+    def proactive(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[ProactiveIn],
+    ) -> dict[str, Any]:
+        return proactive(elephant, tenant_from(request, elephant), data)

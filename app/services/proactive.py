@@ -1,0 +1,77 @@
+"""Proactive recall: memories relevant to the conversation that it does not already hold.
+
+Searches with the latest messages, then drops what the messages already contain
+(most of a hit's words appear in them) and what was accessed recently (it was
+just surfaced), so repeated calls do not suggest the same thing twice.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.services.runtime import Elephant
+from app.services.search import SearchRequest, record_hits, search
+from app.services.text import tokens
+
+CONTAINED_SHARE = 0.8
+MESSAGES_IN_QUERY = 3
+
+
+class ProactiveIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    messages: list[str] = Field(min_length=1, max_length=100)
+    max_results: int = Field(5, ge=1, le=50)
+
+
+def proactive(elephant: Elephant, tenant: str, request: ProactiveIn) -> dict[str, Any]:
+    recent = [m for m in request.messages if m][-MESSAGES_IN_QUERY:]
+    query = "\n".join(recent)[-4000:] or " "
+    found = search(
+        elephant,
+        tenant,
+        SearchRequest(query=query, limit=min(200, request.max_results * 4)),
+        record_access=False,
+    )
+    said = tokens(" ".join(request.messages))
+    ids = [hit.id for hit in found.hits]
+    last_access = _last_access(elephant, tenant, ids)
+    cutoff = datetime.now(UTC) - timedelta(
+        minutes=elephant.settings.search.recently_accessed_minutes
+    )
+    suggestions, skipped = [], {"already_in_conversation": 0, "recently_accessed": 0}
+    for hit in found.hits:
+        words = tokens(hit.text)
+        if words and len(words & said) / len(words) >= CONTAINED_SHARE:
+            skipped["already_in_conversation"] += 1
+            continue
+        accessed = last_access.get(hit.id)
+        if accessed is not None and accessed > cutoff:
+            skipped["recently_accessed"] += 1
+            continue
+        suggestions.append(hit)
+        if len(suggestions) == request.max_results:
+            break
+    record_hits(elephant, tenant, suggestions)
+    return {
+        "query": query,
+        "suggestions": [hit.to_dict(explain=False) for hit in suggestions],
+        "skipped": skipped,
+    }
+
+
+def _last_access(elephant: Elephant, tenant: str, ids: list[str]) -> dict[str, datetime]:
+    if not ids:
+        return {}
+    with elephant.db.tenant(tenant) as conn:
+        rows = conn.execute(
+            "SELECT id::text, last_accessed_at FROM memories WHERE id = ANY(%s::uuid[]) "
+            "AND last_accessed_at IS NOT NULL UNION ALL "
+            "SELECT id::text, last_accessed_at FROM facts WHERE id = ANY(%s::uuid[]) "
+            "AND last_accessed_at IS NOT NULL",
+            (ids, ids),
+        ).fetchall()
+    return {str(row[0]): row[1] for row in rows}

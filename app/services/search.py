@@ -1,0 +1,327 @@
+"""Hybrid search: query variants → one SQL statement (sql/hybrid_search.sql) → hits.
+
+Every lane of every variant runs in that one statement, fused by RRF, over the
+current tenant only (row-level security). Before it, the transaction sets
+hnsw.ef_search to at least the largest lane, turns on pgvector's iterative
+scans (so tenant filtering cannot starve a lane), and disables explicit sorts
+so that each lane is an ordered index scan (HNSW, bm25) rather than a sort of
+every tenant row.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from functools import cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from app.db.resources import load_sql
+from app.db.runtime import Connection
+from app.prompts import paraphrase as paraphrase_prompt
+from app.providers.llm import LLMError
+from app.services.expansion import expand, keyword_text
+from app.services.inputs import parse_when
+from app.services.runtime import Elephant
+from app.services.usage import record_usage
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["window", "note", "fact"]
+MIN_EF_SEARCH = 40  # pgvector's default
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class SearchFilters(_Input):
+    source: str | list[str] | None = Field(None, description="Only these sources.")
+    kind: Kind | list[Kind] | None = Field(None, description="window, note and/or fact.")
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    event_after: datetime | None = Field(None, description="Event date (facts: valid_from).")
+    event_before: datetime | None = None
+    as_of: datetime | None = Field(None, description="Only facts valid at this instant.")
+    include_expired: bool = Field(False, description="Also superseded and expired facts.")
+
+    _parse_when = field_validator(
+        "created_after", "created_before", "event_after", "event_before", "as_of", mode="before"
+    )(parse_when)
+
+    def sources(self) -> list[str] | None:
+        if self.source is None:
+            return None
+        return [self.source] if isinstance(self.source, str) else list(self.source)
+
+    def kinds(self) -> set[str]:
+        if self.kind is None:
+            return {"window", "note", "fact"}
+        return {self.kind} if isinstance(self.kind, str) else set(self.kind)
+
+
+class LaneSizes(_Input):
+    windows: int | None = Field(None, ge=0, le=1000)
+    facts: int | None = Field(None, ge=0, le=1000)
+    keyword: int | None = Field(None, ge=0, le=1000)
+
+
+class SearchRequest(_Input):
+    query: str = Field(min_length=1, max_length=20000)
+    limit: int | None = Field(
+        None, ge=1, le=200, description="1-200 (default search.default_limit)."
+    )
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    expand: bool | None = Field(None, description="Add query variants (default search.expand).")
+    explain: bool = Field(False, description="Add timings and lane details.")
+    lanes: LaneSizes = Field(default_factory=LaneSizes)
+    recency_weight: float | None = Field(None, ge=0, le=1)
+
+
+@dataclass
+class SearchHit:
+    id: str
+    kind: str
+    text: str
+    source: str | None
+    score: float
+    created_at: datetime
+    event_at: datetime | None
+    valid_to: datetime | None
+    subject: str | None
+    status: str | None
+    memory_id: str | None
+    source_turn_ids: list[str]
+    importance: float
+    ranks: dict[str, int | None]
+    rrf: float
+    prior: float
+    variants: list[int]
+
+    def to_dict(self, explain: bool) -> dict[str, Any]:
+        body = asdict(self)
+        body["score"] = round(self.score, 6)
+        if not explain:
+            for key in ("rrf", "prior", "variants"):
+                body.pop(key)
+        else:
+            body["rrf"] = round(self.rrf, 6)
+            body["prior"] = round(self.prior, 6)
+        return body
+
+
+@dataclass
+class SearchResult:
+    query: str
+    hits: list[SearchHit]
+    variants: list[str]
+    explain: dict[str, Any] | None = field(default=None)
+
+    def to_dict(self) -> dict[str, Any]:
+        explaining = self.explain is not None
+        body: dict[str, Any] = {
+            "query": self.query,
+            "count": len(self.hits),
+            "results": [hit.to_dict(explaining) for hit in self.hits],
+        }
+        if explaining:
+            body["explain"] = self.explain
+        return body
+
+
+@cache
+def statement(engine: str) -> str:
+    lane = load_sql("keyword_bm25.sql" if engine == "bm25" else "keyword_tsvector.sql")
+    return load_sql("hybrid_search.sql").replace("{keyword_lane}", lane.rstrip())
+
+
+def keyword_engine(elephant: Elephant) -> str:
+    wanted = elephant.settings.search.keyword_engine
+    available = bool(elephant.db.capabilities and elephant.db.capabilities.textsearch)
+    if wanted == "bm25" or (wanted == "auto" and available):
+        return "bm25" if available else "tsvector"
+    return "tsvector"
+
+
+def known_names(conn: Connection) -> list[str]:
+    """Speakers and the most frequent fact subjects of the tenant: the names worth expanding."""
+    rows = conn.execute(
+        "(SELECT DISTINCT speaker FROM turns) UNION "
+        "(SELECT subject FROM facts WHERE subject IS NOT NULL GROUP BY subject "
+        " ORDER BY count(*) DESC LIMIT 200)"
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+def _paraphrases(elephant: Elephant, conn: Connection, tenant: str, query: str) -> list[str]:
+    if elephant.llm is None:
+        return []
+    try:
+        result = elephant.llm.complete_json(
+            system=paraphrase_prompt.SYSTEM,
+            prompt=paraphrase_prompt.build_prompt(query),
+            schema=paraphrase_prompt.Paraphrases,
+            max_tokens=300,
+        )
+    except LLMError as exc:
+        record_usage(conn, tenant, "paraphrase", exc.usage, ok=False, error=exc.message)
+        return []
+    record_usage(conn, tenant, "paraphrase", result.usage, ok=True)
+    return result.value.paraphrases
+
+
+def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
+    defaults = elephant.settings.search
+    kinds = request.filters.kinds()
+    memory_kinds = kinds & {"window", "note"}
+    windows = defaults.windows if request.lanes.windows is None else request.lanes.windows
+    facts = defaults.facts if request.lanes.facts is None else request.lanes.facts
+    keyword = defaults.keyword if request.lanes.keyword is None else request.lanes.keyword
+    return {
+        "windows": windows if memory_kinds else 0,
+        "facts": facts if "fact" in kinds else 0,
+        "keyword_memories": keyword if memory_kinds else 0,
+        "keyword_facts": keyword if "fact" in kinds else 0,
+    }
+
+
+def _vector_version(elephant: Elephant) -> tuple[int, ...]:
+    caps = elephant.db.capabilities
+    version = caps.installed.get("vector", "0") if caps else "0"
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def search(
+    elephant: Elephant, tenant: str, request: SearchRequest, *, record_access: bool = True
+) -> SearchResult:
+    started = time.perf_counter()
+    settings = elephant.settings.search
+    limit = request.limit or settings.default_limit
+    lanes = _lane_sizes(elephant, request)
+    engine = keyword_engine(elephant)
+    with elephant.db.tenant(tenant) as conn:
+        variants = [request.query]
+        if settings.expand if request.expand is None else request.expand:
+            variants = expand(request.query, known_names(conn), max_variants=settings.max_variants)
+            for paraphrase in _paraphrases(elephant, conn, tenant, request.query):
+                if len(variants) < settings.max_variants and paraphrase not in variants:
+                    variants.append(paraphrase)
+        embed_started = time.perf_counter()
+        vectors = elephant.embedder.embed_queries(variants)
+        embed_ms = (time.perf_counter() - embed_started) * 1000
+        filters = request.filters
+        memory_kinds = sorted(filters.kinds() & {"window", "note"})
+        params: dict[str, Any] = {
+            "vectors": list(vectors),
+            "texts": variants if engine == "bm25" else [keyword_text(v) for v in variants],
+            "windows": lanes["windows"],
+            "facts": lanes["facts"],
+            "keyword_memories": lanes["keyword_memories"],
+            "keyword_facts": lanes["keyword_facts"],
+            "rrf_k": settings.rrf_k,
+            "result_limit": limit,
+            "sources": filters.sources(),
+            "memory_kinds": None if len(memory_kinds) == 2 else memory_kinds,
+            "created_after": filters.created_after,
+            "created_before": filters.created_before,
+            "event_after": filters.event_after,
+            "event_before": filters.event_before,
+            "as_of": filters.as_of,
+            "include_expired": filters.include_expired,
+            "recency_weight": (
+                settings.recency_weight
+                if request.recency_weight is None
+                else request.recency_weight
+            ),
+            "half_life_days": settings.half_life_days,
+        }
+        prepare(conn, elephant, max(lanes["windows"], lanes["facts"]))
+        sql_started = time.perf_counter()
+        rows = conn.execute(statement(engine), params).fetchall()
+        sql_ms = (time.perf_counter() - sql_started) * 1000
+    hits = [_hit(row) for row in rows]
+    if record_access:
+        record_hits(elephant, tenant, hits)
+    result = SearchResult(query=request.query, hits=hits, variants=variants)
+    if request.explain:
+        result.explain = {
+            "variants": variants,
+            "lanes": lanes,
+            "keyword_engine": engine,
+            "rrf_k": settings.rrf_k,
+            "recency_prior": {
+                "weight": params["recency_weight"],
+                "half_life_days": settings.half_life_days,
+                "on": params["recency_weight"] > 0,
+            },
+            "timings_ms": {
+                "embedding": round(embed_ms, 2),
+                "sql": round(sql_ms, 2),
+                "total": round((time.perf_counter() - started) * 1000, 2),
+            },
+        }
+    return result
+
+
+def prepare(conn: Connection, elephant: Elephant, largest_lane: int) -> None:
+    """Transaction-local planner settings every lane depends on (see the module docstring)."""
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
+        (str(max(MIN_EF_SEARCH, largest_lane)),),
+    )
+    if _vector_version(elephant) >= (0, 8):
+        conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+
+
+def _hit(row: tuple[Any, ...]) -> SearchHit:
+    (
+        kind,
+        id_,
+        text,
+        source,
+        created_at,
+        event_at,
+        valid_to,
+        subject,
+        status,
+        memory_id,
+        source_turn_ids,
+        importance,
+        score,
+        rrf,
+        prior,
+        windows_rank,
+        facts_rank,
+        keyword_rank,
+        variants,
+    ) = row
+    return SearchHit(
+        id=str(id_),
+        kind=kind,
+        text=text,
+        source=source,
+        score=float(score),
+        created_at=created_at,
+        event_at=event_at,
+        valid_to=valid_to,
+        subject=subject,
+        status=status,
+        memory_id=str(memory_id) if memory_id else None,
+        source_turn_ids=list(source_turn_ids or []),
+        importance=float(importance),
+        ranks={"windows": windows_rank, "facts": facts_rank, "keyword": keyword_rank},
+        rrf=float(rrf),
+        prior=float(prior),
+        variants=sorted(int(v) for v in variants),
+    )
+
+
+def record_hits(elephant: Elephant, tenant: str, hits: list[SearchHit]) -> None:
+    elephant.access.record(
+        tenant,
+        [hit.id for hit in hits if hit.kind != "fact"],
+        [hit.id for hit in hits if hit.kind == "fact"],
+    )

@@ -1,0 +1,83 @@
+"""What a tenant has stored, and the state of the indexes that serve it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.services import queue
+from app.services.runtime import Elephant
+
+INDEXED_TABLES = ("memories", "facts", "turns", "admission_log", "jobs")
+
+
+def stats(elephant: Elephant, tenant: str) -> dict[str, Any]:
+    with elephant.db.tenant(tenant) as conn:
+        memories = conn.execute(
+            "SELECT kind, source, count(*), coalesce(sum(octet_length(text)), 0), "
+            "count(*) FILTER (WHERE embedding IS NULL) FROM memories GROUP BY 1, 2 ORDER BY 1, 2"
+        ).fetchall()
+        facts = conn.execute(
+            "SELECT status, coalesce(source, '(none)'), count(*), "
+            "coalesce(sum(octet_length(text)), 0) FROM facts GROUP BY 1, 2 ORDER BY 1, 2"
+        ).fetchall()
+        counts = conn.execute(
+            "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM turns), "
+            "(SELECT count(*) FROM contradictions)"
+        ).fetchone()
+        jobs = queue.counts(conn)
+        indexes = conn.execute(
+            "SELECT t.relname, i.relname, am.amname, x.indisvalid, pg_relation_size(i.oid) "
+            "FROM pg_index AS x JOIN pg_class AS i ON i.oid = x.indexrelid "
+            "JOIN pg_class AS t ON t.oid = x.indrelid JOIN pg_am AS am ON am.oid = i.relam "
+            "WHERE t.relname = ANY(%s) AND t.relnamespace = 'public'::regnamespace "
+            "ORDER BY 1, 2",
+            (list(INDEXED_TABLES),),
+        ).fetchall()
+        tables = conn.execute(
+            "SELECT relname, pg_total_relation_size(oid) FROM pg_class "
+            "WHERE relname = ANY(%s) AND relnamespace = 'public'::regnamespace ORDER BY 1",
+            (list(INDEXED_TABLES),),
+        ).fetchall()
+    assert counts is not None
+    return {
+        "tenant": tenant,
+        "memories": {
+            "total": sum(row[2] for row in memories),
+            "by_kind": _sum_by(memories, 0),
+            "by_source": _sum_by(memories, 1),
+            "text_bytes": sum(row[3] for row in memories),
+            "without_embedding": sum(row[4] for row in memories),
+        },
+        "facts": {
+            "total": sum(row[2] for row in facts),
+            "by_status": _sum_by(facts, 0),
+            "by_source": _sum_by(facts, 1),
+            "text_bytes": sum(row[3] for row in facts),
+        },
+        "conversations": counts[0],
+        "turns": counts[1],
+        "contradictions": counts[2],
+        "jobs": jobs,
+        "keyword_engine": _engine(elephant),
+        "storage": {
+            "note": "table and index sizes cover every tenant of the database",
+            "tables_bytes": {name: size for name, size in tables},
+            "indexes": [
+                {"table": table, "name": name, "method": method, "valid": valid, "bytes": size}
+                for table, name, method, valid, size in indexes
+            ],
+        },
+    }
+
+
+def _sum_by(rows: list[tuple[Any, ...]], column: int) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for row in rows:
+        totals[str(row[column])] = totals.get(str(row[column]), 0) + int(row[2])
+    return totals
+
+
+def _engine(elephant: Elephant) -> str:
+    from app.services.search import keyword_engine
+
+    return keyword_engine(elephant)

@@ -1,0 +1,124 @@
+-- Hybrid search: ONE statement, every lane of every query variant, fused by RRF.
+--
+-- Lanes (per query variant, all over the current tenant: row-level security):
+--   windows  dense   memories (conversation windows and notes) by cosine distance, HNSW
+--   facts    dense   facts by cosine distance, HNSW
+--   keyword  lexical memories and facts by BM25 (pg_textsearch) or tsvector rank;
+--            the lane is spliced in from keyword_bm25.sql or keyword_tsvector.sql
+-- Fusion: score = sum over lanes and variants of 1 / (rrf_k + rank), plus an
+-- optional recency prior. Each hit reports its best rank in every lane.
+--
+-- Parameters
+--   vectors vector[], texts text[]           one entry per query variant
+--   windows, facts, keyword int              lane sizes (0 switches a lane off)
+--   rrf_k int, result_limit int
+--   sources text[] | NULL                    only these sources
+--   memory_kinds text[] | NULL               window / note (facts: facts lane size 0)
+--   created_after, created_before timestamptz | NULL
+--   event_after, event_before timestamptz | NULL   memories.event_at / facts.valid_from
+--   as_of timestamptz | NULL                 only facts valid at that instant
+--   include_expired boolean                  also superseded / expired facts
+--   recency_weight float, half_life_days float
+-- The caller sets hnsw.ef_search >= the lane sizes (and iterative scans) first.
+WITH q AS (
+    SELECT v.embedding, v.query, v.variant
+    FROM unnest(%(vectors)s::vector[], %(texts)s::text[])
+         WITH ORDINALITY AS v(embedding, query, variant)
+),
+window_lane AS (
+    SELECT q.variant, hit.id, hit.rank
+    FROM q
+    CROSS JOIN LATERAL (
+        SELECT ranked.id, row_number() OVER (ORDER BY ranked.distance) AS rank
+        FROM (
+            SELECT m.id, m.embedding <=> q.embedding AS distance
+            FROM memories AS m
+            WHERE m.embedding IS NOT NULL
+              AND (%(sources)s::text[] IS NULL OR m.source = ANY (%(sources)s::text[]))
+              AND (%(memory_kinds)s::text[] IS NULL OR m.kind = ANY (%(memory_kinds)s::text[]))
+              AND (%(created_after)s::timestamptz IS NULL OR m.created_at >= %(created_after)s)
+              AND (%(created_before)s::timestamptz IS NULL OR m.created_at < %(created_before)s)
+              AND (%(event_after)s::timestamptz IS NULL OR m.event_at >= %(event_after)s)
+              AND (%(event_before)s::timestamptz IS NULL OR m.event_at < %(event_before)s)
+            ORDER BY distance
+            LIMIT %(windows)s
+        ) AS ranked
+    ) AS hit
+),
+fact_lane AS (
+    SELECT q.variant, hit.id, hit.rank
+    FROM q
+    CROSS JOIN LATERAL (
+        SELECT ranked.id, row_number() OVER (ORDER BY ranked.distance) AS rank
+        FROM (
+            SELECT f.id, f.embedding <=> q.embedding AS distance
+            FROM facts AS f
+            WHERE f.embedding IS NOT NULL
+              AND (%(sources)s::text[] IS NULL OR f.source = ANY (%(sources)s::text[]))
+              AND (%(created_after)s::timestamptz IS NULL OR f.created_at >= %(created_after)s)
+              AND (%(created_before)s::timestamptz IS NULL OR f.created_at < %(created_before)s)
+              AND (%(event_after)s::timestamptz IS NULL OR f.valid_from >= %(event_after)s)
+              AND (%(event_before)s::timestamptz IS NULL OR f.valid_from < %(event_before)s)
+              AND (CASE
+                     WHEN %(as_of)s::timestamptz IS NOT NULL THEN
+                          f.status <> 'retracted'
+                      AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
+                      AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)
+                     WHEN %(include_expired)s THEN true
+                     ELSE f.status = 'active' AND f.expired_at IS NULL
+                   END)
+            ORDER BY distance
+            LIMIT %(facts)s
+        ) AS ranked
+    ) AS hit
+),
+keyword_lane AS (
+{keyword_lane}
+),
+lanes AS (
+    SELECT 'memory'::text AS item, id, variant, 'windows'::text AS lane, rank FROM window_lane
+    UNION ALL
+    SELECT 'fact', id, variant, 'facts', rank FROM fact_lane
+    UNION ALL
+    SELECT item, id, variant, 'keyword', rank FROM keyword_lane
+),
+fused AS (
+    SELECT item,
+           id,
+           sum(1.0 / (%(rrf_k)s + rank))                  AS rrf,
+           min(rank) FILTER (WHERE lane = 'windows')      AS windows_rank,
+           min(rank) FILTER (WHERE lane = 'facts')        AS facts_rank,
+           min(rank) FILTER (WHERE lane = 'keyword')      AS keyword_rank,
+           array_agg(DISTINCT variant)                    AS variants
+    FROM lanes
+    GROUP BY item, id
+),
+hits AS (
+    SELECT fused.*,
+           coalesce(m.kind, 'fact')                                   AS kind,
+           coalesce(m.text, f.text)                                   AS text,
+           coalesce(m.source, f.source)                               AS source,
+           coalesce(m.created_at, f.created_at)                       AS created_at,
+           coalesce(m.event_at, f.valid_from)                         AS event_at,
+           f.valid_to,
+           f.subject,
+           f.status                                                   AS fact_status,
+           f.memory_id,
+           coalesce(m.source_turn_ids, f.source_turn_ids)             AS source_turn_ids,
+           coalesce(m.importance, f.importance)                       AS importance,
+           CASE WHEN %(recency_weight)s::float8 > 0 THEN
+                %(recency_weight)s::float8 * power(0.5,
+                    extract(epoch FROM now() - coalesce(m.event_at, f.valid_from,
+                                                        m.created_at, f.created_at))
+                    / 86400.0 / %(half_life_days)s::float8)
+                ELSE 0 END                                            AS prior
+    FROM fused
+    LEFT JOIN memories AS m ON fused.item = 'memory' AND m.id = fused.id
+    LEFT JOIN facts AS f ON fused.item = 'fact' AND f.id = fused.id
+)
+SELECT kind, id, text, source, created_at, event_at, valid_to, subject, fact_status,
+       memory_id, source_turn_ids, importance,
+       rrf + prior AS score, rrf, prior, windows_rank, facts_rank, keyword_rank, variants
+FROM hits
+ORDER BY score DESC, id
+LIMIT %(result_limit)s
