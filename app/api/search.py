@@ -27,7 +27,7 @@ class SearchController(Controller):
         limit: Annotated[int | None, Parameter(ge=1, le=200, description="1-200.")] = None,
         source: Annotated[str | None, Parameter(description="Only this source.")] = None,
         expand: Annotated[bool | None, Parameter(description="Add query variants.")] = None,
-        explain: bool = False,
+        explain: Annotated[bool, Parameter(description="Add timings and lane details.")] = False,
     ) -> dict[str, Any]:
         body = SearchRequest(
             query=q,

@@ -1,0 +1,330 @@
+"""The read path on the real database and embedder: lanes, filters, fusion, explain, API."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from litestar.testing import TestClient
+
+from app.api import create_app
+from app.config import Settings
+from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.runtime import Elephant
+from app.services.search import SearchRequest, prepare, search, statement
+
+Client = TestClient  # type: ignore[type-arg]
+T = "searcher"
+
+NOTES = [
+    ("Priya's cat Biscuit is allergic to chicken, so she buys salmon kibble", "vet", "2023-03-02"),
+    (
+        "The team chose Postgres 18 with pgvector for the memory service in June 2025",
+        "work",
+        "2025-06-10",
+    ),
+    ("Priya runs the Lisbon half marathon every October", "chat", "2022-10-16"),
+    ("Zebulon keeps a zymurgy journal about his sourdough starter", "chat", "2024-01-05"),
+]
+CONVERSATION = {
+    "session_date": "1:56 pm on 8 May, 2023",
+    "conversation_id": "s1",
+    "source": "chat",
+    "turns": [
+        {
+            "speaker": "Caroline",
+            "text": "I went to a LGBTQ support group yesterday and it was so powerful.",
+            "id": "D1:3",
+        },
+        {
+            "speaker": "Melanie",
+            "text": "I painted a sunrise over the lake last week.",
+            "id": "D1:4",
+        },
+        {
+            "speaker": "Caroline",
+            "text": "I want to study counseling and mental health.",
+            "id": "D1:5",
+        },
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def seeded(elephant: Elephant) -> Elephant:
+    for text, source, when in NOTES:
+        commit_note(elephant, T, NoteIn(text=text, source=source, occurred_at=when), wait=True)
+    commit_conversation(elephant, T, ConversationIn.model_validate(CONVERSATION), wait=True)
+    commit_note(
+        elephant, T, NoteIn(text="Alice lives in Paris", occurred_at="2021-03-01"), wait=True
+    )
+    commit_note(
+        elephant, T, NoteIn(text="Alice moved to Berlin", occurred_at="2024-06-01"), wait=True
+    )
+    commit_note(elephant, "intruder", NoteIn(text="Priya's cat Biscuit is secretly a dog"))
+    return elephant
+
+
+@pytest.fixture(scope="module")
+def client(settings: Settings, seeded: Elephant) -> Iterator[Client]:
+    with TestClient(app=create_app(settings, seeded)) as test_client:
+        yield test_client
+
+
+def run(elephant: Elephant, query: str, tenant: str = T, **fields: Any) -> list[Any]:
+    return search(elephant, tenant, SearchRequest(query=query, **fields)).hits
+
+
+def test_empty_tenant_gives_empty_results(seeded: Elephant) -> None:
+    result = search(seeded, "nobody-here", SearchRequest(query="anything at all", explain=True))
+    assert result.hits == []
+    assert result.explain is not None
+
+
+def test_finds_the_right_memory_first_and_reports_lane_ranks(seeded: Elephant) -> None:
+    hits = run(seeded, "What is Biscuit allergic to?")
+    assert "allergic to chicken" in hits[0].text
+    assert hits[0].ranks["windows"] == 1 or hits[0].ranks["facts"] == 1
+    assert all(hit.text != "Priya's cat Biscuit is secretly a dog" for hit in hits)  # other tenant
+
+
+def test_facts_carry_dates_and_turn_ids(seeded: Elephant) -> None:
+    hits = run(
+        seeded, "When did Caroline go to the support group?", limit=20, filters={"kind": "fact"}
+    )
+    assert hits and all(hit.kind == "fact" for hit in hits)
+    fact = next(hit for hit in hits if "support group" in hit.text)
+    assert fact.source_turn_ids == ["D1:3"]
+    assert fact.event_at is not None and fact.event_at.date().isoformat() == "2023-05-07"
+
+
+def test_source_and_kind_filters(seeded: Elephant) -> None:
+    hits = run(seeded, "Postgres pgvector memory service", limit=50, filters={"source": "work"})
+    assert hits and {hit.source for hit in hits} == {"work"}
+    windows = run(seeded, "support group", limit=50, filters={"kind": "window"})
+    assert windows and {hit.kind for hit in windows} == {"window"}
+    notes_and_facts = run(seeded, "support group", limit=50, filters={"kind": ["note", "fact"]})
+    assert {hit.kind for hit in notes_and_facts} <= {"note", "fact"}
+
+
+def test_time_range_filters(seeded: Elephant) -> None:
+    hits = run(
+        seeded,
+        "Priya",
+        limit=50,
+        filters={"kind": "note", "event_after": "2023-01-01", "event_before": "2023-12-31"},
+    )
+    assert [hit.text for hit in hits] == [NOTES[0][0]]
+    future = run(seeded, "Priya", limit=50, filters={"created_after": "2999-01-01"})
+    assert future == []
+
+
+def test_as_of_hides_a_superseded_fact_and_include_expired_shows_it(seeded: Elephant) -> None:
+    query = "Where does Alice live?"
+    current = run(seeded, query, limit=50, filters={"kind": "fact"})
+    texts = [hit.text for hit in current]
+    assert any("Berlin" in t for t in texts) and not any("Paris" in t for t in texts)
+    expired = run(seeded, query, limit=50, filters={"kind": "fact", "include_expired": True})
+    paris = [hit for hit in expired if "Paris" in hit.text]
+    assert paris and paris[0].status == "superseded" and paris[0].valid_to is not None
+    in_2022 = run(seeded, query, limit=50, filters={"kind": "fact", "as_of": "2022-01-01"})
+    assert [("Paris" in h.text, "Berlin" in h.text) for h in in_2022] == [(True, False)]
+    in_2025 = run(seeded, query, limit=50, filters={"kind": "fact", "as_of": "2025-01-01"})
+    assert any("Berlin" in h.text for h in in_2025) and not any("Paris" in h.text for h in in_2025)
+
+
+def test_keyword_lane_with_bm25_and_with_tsvector(seeded: Elephant, settings: Settings) -> None:
+    lanes = {"windows": 0, "facts": 0, "keyword": 10}
+    bm25 = search(seeded, T, SearchRequest(query="zymurgy", lanes=lanes, explain=True))
+    assert bm25.explain is not None and bm25.explain["keyword_engine"] == "bm25"
+    assert bm25.hits and "zymurgy" in bm25.hits[0].text
+    assert bm25.hits[0].ranks == {"windows": None, "facts": None, "keyword": 1}
+    fallback_settings = settings.model_copy(
+        update={"search": settings.search.model_copy(update={"keyword_engine": "tsvector"})}
+    )
+    fallback = Elephant(
+        settings=fallback_settings, db=seeded.db, embedder=seeded.embedder, llm=None
+    )
+    tsv = search(fallback, T, SearchRequest(query="What about zymurgy?", lanes=lanes, explain=True))
+    assert tsv.explain is not None and tsv.explain["keyword_engine"] == "tsvector"
+    assert tsv.hits and "zymurgy" in tsv.hits[0].text
+
+
+def test_expansion_adds_name_variants(seeded: Elephant) -> None:
+    result = search(seeded, T, SearchRequest(query="What did Melanie paint?", explain=True))
+    assert result.variants[:3] == ["What did Melanie paint?", "Melanie", "What did paint?"]
+    plain = search(
+        seeded, T, SearchRequest(query="What did Melanie paint?", expand=False, explain=True)
+    )
+    assert plain.variants == ["What did Melanie paint?"]
+    assert any("sunrise" in hit.text for hit in result.hits[:3])
+
+
+def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
+    result = search(seeded, T, SearchRequest(query="Biscuit", explain=True, recency_weight=0.5))
+    assert result.explain is not None
+    timings = result.explain["timings_ms"]
+    assert timings["total"] >= timings["sql"] > 0 and timings["embedding"] > 0
+    assert result.explain["lanes"] == {
+        "windows": 45,
+        "facts": 15,
+        "keyword_memories": 10,
+        "keyword_facts": 10,
+    }
+    assert result.explain["recency_prior"]["on"] is True
+    assert all(hit.prior > 0 for hit in result.hits)
+    body = result.to_dict()
+    assert {"rrf", "prior", "variants", "ranks"} <= set(body["results"][0])
+    off = search(seeded, T, SearchRequest(query="Biscuit", explain=True))
+    assert off.explain is not None and off.explain["recency_prior"]["on"] is False
+    assert all(hit.prior == 0 for hit in off.hits)
+
+
+def test_recency_prior_lifts_newer_memories(seeded: Elephant, settings: Settings) -> None:
+    query = "Priya"
+    decade = settings.model_copy(
+        update={"search": settings.search.model_copy(update={"half_life_days": 3650.0})}
+    )
+    slow_decay = Elephant(settings=decade, db=seeded.db, embedder=seeded.embedder, llm=None)
+    plain = run(slow_decay, query, limit=10, filters={"kind": "note"}, expand=False)
+    recent = run(
+        slow_decay, query, limit=10, filters={"kind": "note"}, expand=False, recency_weight=1.0
+    )
+    assert {h.id for h in plain} == {h.id for h in recent}
+    newest = max(recent, key=lambda h: h.event_at)
+    assert recent[0].id == newest.id
+
+
+def test_every_lane_uses_its_index(seeded: Elephant) -> None:
+    vectors = seeded.embedder.embed_queries(["What did Melanie paint?", "Melanie"])
+    params = {
+        "vectors": list(vectors),
+        "texts": ["What did Melanie paint?", "Melanie"],
+        "windows": 45,
+        "facts": 15,
+        "keyword_memories": 10,
+        "keyword_facts": 10,
+        "rrf_k": 60,
+        "result_limit": 10,
+        "sources": None,
+        "memory_kinds": None,
+        "created_after": None,
+        "created_before": None,
+        "event_after": None,
+        "event_before": None,
+        "as_of": None,
+        "include_expired": False,
+        "recency_weight": 0.0,
+        "half_life_days": 23.0,
+    }
+    with seeded.db.tenant(T) as conn:
+        prepare(conn, seeded, 45)
+        plan = "\n".join(
+            row[0] for row in conn.execute("EXPLAIN " + statement("bm25"), params).fetchall()
+        )
+    for index in (
+        "memories_embedding_hnsw",
+        "facts_embedding_hnsw",
+        "memories_text_bm25",
+        "facts_text_bm25",
+    ):
+        assert f"Index Scan using {index}" in plan, plan
+
+
+def test_access_statistics_are_recorded(seeded: Elephant) -> None:
+    hits = run(seeded, "sourdough starter journal", limit=1)
+    seeded.access.flush()
+    with seeded.db.tenant(T) as conn:
+        table = "facts" if hits[0].kind == "fact" else "memories"
+        row = conn.execute(
+            f"SELECT access_count, last_accessed_at IS NOT NULL FROM {table} WHERE id = %s",
+            (hits[0].id,),
+        ).fetchone()
+    assert row is not None and row[0] >= 1 and row[1]
+
+
+# ------------------------------------------------------------------ HTTP
+
+
+def get(client: Client, path: str, **params: Any) -> Any:
+    return client.get(path, params=params, headers={"X-Elephant-Tenant": T})
+
+
+def test_get_and_post_search_over_http(client: Client) -> None:
+    response = get(client, "/search", q="What is Biscuit allergic to?", limit=3, source="vet")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["count"] >= 1 and all(r["source"] == "vet" for r in body["results"])
+    long_query = "Biscuit the cat and his allergies " * 400  # ~14k characters: POST, no 414
+    posted = client.post(
+        "/search",
+        json={"query": long_query, "limit": 5, "explain": True},
+        headers={"X-Elephant-Tenant": T},
+    )
+    assert posted.status_code == 200, posted.text
+    assert set(posted.json()["explain"]["timings_ms"]) == {"embedding", "sql", "total"}
+
+
+@pytest.mark.parametrize(
+    ("method", "params", "fragment"),
+    [
+        ("get", {"q": "x", "limit": 0}, "limit"),
+        ("get", {"q": "x", "limit": 201}, "limit"),
+        ("get", {"limit": 5}, "q"),
+        ("get", {"q": "x" * 2001}, "q"),
+        ("post", {"query": "x", "limit": 500}, "limit"),
+        ("post", {"query": "x", "colour": "red"}, "colour"),
+        ("post", {"query": ""}, "query"),
+        ("post", {"query": "x", "lanes": {"windows": -1}}, "windows"),
+        ("post", {"query": "x", "filters": {"kind": "tweet"}}, "kind"),
+        ("post", {"query": "x", "filters": {"as_of": "someday"}}, "as_of"),
+    ],
+)
+def test_bad_search_parameters_are_422(
+    client: Client, method: str, params: dict[str, Any], fragment: str
+) -> None:
+    if method == "get":
+        response = get(client, "/search", **params)
+    else:
+        response = client.post("/search", json=params, headers={"X-Elephant-Tenant": T})
+    assert response.status_code == 422, response.text
+    assert fragment in response.json()["message"]
+
+
+def test_stats(client: Client) -> None:
+    body = get(client, "/stats").json()
+    assert body["memories"]["by_kind"]["note"] == len(NOTES) + 2
+    assert body["memories"]["by_kind"]["window"] >= 1
+    assert body["memories"]["by_source"]["vet"] == 1
+    assert body["facts"]["by_status"]["superseded"] >= 1
+    assert body["turns"] == 3 and body["conversations"] == 1
+    names = {index["name"] for index in body["storage"]["indexes"]}
+    assert {"memories_embedding_hnsw", "facts_text_bm25"} <= names
+    assert all(index["valid"] for index in body["storage"]["indexes"])
+
+
+def test_proactive_suggests_what_the_conversation_lacks(client: Client, seeded: Elephant) -> None:
+    pro = {"X-Elephant-Tenant": "pro"}
+    for text, source, when in NOTES:
+        commit_note(seeded, "pro", NoteIn(text=text, source=source, occurred_at=when))
+    messages = ["I'm at the pet shop buying food for Biscuit.", "What should I get him?"]
+    first = client.post("/proactive", json={"messages": messages, "max_results": 3}, headers=pro)
+    assert first.status_code == 200, first.text
+    texts = [s["text"] for s in first.json()["suggestions"]]
+    assert any("allergic to chicken" in t for t in texts)
+    seeded.access.flush()
+    again = client.post(
+        "/proactive", json={"messages": messages, "max_results": 3}, headers=pro
+    ).json()
+    assert not any("allergic to chicken" in s["text"] for s in again["suggestions"])
+    assert again["skipped"]["recently_accessed"] >= 1
+    echo = client.post(
+        "/proactive",
+        json={"messages": ["Zebulon keeps a zymurgy journal about his sourdough starter"]},
+        headers=pro,
+    ).json()
+    assert not any("zymurgy journal" in s["text"] for s in echo["suggestions"])
+    assert echo["skipped"]["already_in_conversation"] >= 1
+    bad = client.post("/proactive", json={"messages": []}, headers=pro)
+    assert bad.status_code == 422
