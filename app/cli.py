@@ -201,6 +201,30 @@ def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> 
     sys.exit(code)
 
 
+@main.command(name="search")
+@click.argument("query")
+@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
+@click.option("--limit", type=click.IntRange(1, 200), default=None, help="1-200 results.")
+@click.option("--explain", is_flag=True, help="Add timings and lane ranks.")
+@_friendly_errors
+def search_command(query: str, tenant: str | None, limit: int | None, explain: bool) -> None:
+    """Hybrid search from the shell; prints JSON."""
+    from app.services.runtime import Elephant
+    from app.services.search import SearchRequest, search
+
+    settings = _settings()
+    elephant = Elephant.open(settings)
+    try:
+        result = search(
+            elephant,
+            tenant or settings.tenant.default,
+            SearchRequest(query=query, limit=limit, explain=explain),
+        )
+        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+    finally:
+        elephant.close()
+
+
 @main.group()
 def config() -> None:
     """Inspect the configuration."""
