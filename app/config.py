@@ -222,8 +222,18 @@ class SearchSettings(_Section):
         10, ge=0, le=1000, description="Keyword lane size per variant (memories and facts each)."
     )
     rrf_k: int = Field(60, ge=1, le=10000, description="Reciprocal Rank Fusion constant.")
+    windows_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the windows lane.")
+    facts_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the facts lane.")
+    keyword_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the keyword lane.")
+    variant_weight: float = Field(
+        0.3, ge=0, le=1, description="RRF weight of each added query variant (the query: 1)."
+    )
     default_limit: int = Field(10, ge=1, le=200, description="Results when a request names none.")
-    expand: bool = Field(True, description="Add query variants (names) by default.")
+    expand: bool = Field(
+        False,
+        description="Add query variants (names, paraphrases) unless a request says otherwise; "
+        "off by default: on LoCoMo it lowered recall@1 and @10 (benchmarks/locomo.py).",
+    )
     max_variants: int = Field(5, ge=1, le=20, description="Most query variants per search.")
     keyword_engine: Literal["auto", "bm25", "tsvector"] = Field(
         "auto", description="auto: BM25 when pg_textsearch is installed, else tsvector ranking."

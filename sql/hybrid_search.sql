@@ -5,13 +5,16 @@
 --   facts    dense   facts by cosine distance, HNSW
 --   keyword  lexical memories and facts by BM25 (pg_textsearch) or tsvector rank;
 --            the lane is spliced in from keyword_bm25.sql or keyword_tsvector.sql
--- Fusion: score = sum over lanes and variants of 1 / (rrf_k + rank), plus an
--- optional recency prior. Each hit reports its best rank in every lane.
+-- Fusion: score = sum over lanes and variants of
+--     lane_weight * variant_weight / (rrf_k + rank)
+-- plus an optional recency prior. Each hit reports its best rank in every lane.
 --
 -- Parameters
 --   vectors vector[], texts text[]           one entry per query variant
 --   windows, facts, keyword int              lane sizes (0 switches a lane off)
 --   rrf_k int, result_limit int
+--   variant_weights float8[]                 one per variant (the question itself: 1)
+--   windows_weight, facts_weight, keyword_weight float8
 --   sources text[] | NULL                    only these sources
 --   memory_kinds text[] | NULL               window / note (facts: facts lane size 0)
 --   created_after, created_before timestamptz | NULL
@@ -85,7 +88,11 @@ lanes AS (
 fused AS (
     SELECT item,
            id,
-           sum(1.0 / (%(rrf_k)s + rank))                  AS rrf,
+           sum(CASE lane WHEN 'windows' THEN %(windows_weight)s::float8
+                         WHEN 'facts' THEN %(facts_weight)s::float8
+                         ELSE %(keyword_weight)s::float8 END
+               * (%(variant_weights)s::float8[])[variant]
+               / (%(rrf_k)s + rank))                      AS rrf,
            min(rank) FILTER (WHERE lane = 'windows')      AS windows_rank,
            min(rank) FILTER (WHERE lane = 'facts')        AS facts_rank,
            min(rank) FILTER (WHERE lane = 'keyword')      AS keyword_rank,

@@ -12,7 +12,7 @@ from app.api import create_app
 from app.config import Settings
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, prepare, search, statement
+from app.services.search import SearchRequest, prepare, search, statement, statement_params
 
 Client = TestClient  # type: ignore[type-arg]
 T = "searcher"
@@ -152,13 +152,15 @@ def test_keyword_lane_with_bm25_and_with_tsvector(seeded: Elephant, settings: Se
 
 
 def test_expansion_adds_name_variants(seeded: Elephant) -> None:
-    result = search(seeded, T, SearchRequest(query="What did Melanie paint?", explain=True))
-    assert result.variants[:3] == ["What did Melanie paint?", "Melanie", "What did paint?"]
-    plain = search(
-        seeded, T, SearchRequest(query="What did Melanie paint?", expand=False, explain=True)
+    result = search(
+        seeded, T, SearchRequest(query="What did Melanie paint?", expand=True, explain=True)
     )
-    assert plain.variants == ["What did Melanie paint?"]
+    assert result.variants[:3] == ["What did Melanie paint?", "Melanie", "What did paint?"]
+    assert result.explain is not None and result.explain["variants"] == result.variants
+    assert any(len(hit.variants) > 1 for hit in result.hits)  # found through several variants
     assert any("sunrise" in hit.text for hit in result.hits[:3])
+    plain = search(seeded, T, SearchRequest(query="What did Melanie paint?", explain=True))
+    assert plain.variants == ["What did Melanie paint?"]  # search.expand is off by default
 
 
 def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
@@ -197,27 +199,9 @@ def test_recency_prior_lifts_newer_memories(seeded: Elephant, settings: Settings
 
 
 def test_every_lane_uses_its_index(seeded: Elephant) -> None:
-    vectors = seeded.embedder.embed_queries(["What did Melanie paint?", "Melanie"])
-    params = {
-        "vectors": list(vectors),
-        "texts": ["What did Melanie paint?", "Melanie"],
-        "windows": 45,
-        "facts": 15,
-        "keyword_memories": 10,
-        "keyword_facts": 10,
-        "rrf_k": 60,
-        "result_limit": 10,
-        "sources": None,
-        "memory_kinds": None,
-        "created_after": None,
-        "created_before": None,
-        "event_after": None,
-        "event_before": None,
-        "as_of": None,
-        "include_expired": False,
-        "recency_weight": 0.0,
-        "half_life_days": 23.0,
-    }
+    variants = ["What did Melanie paint?", "Melanie"]
+    vectors = seeded.embedder.embed_queries(variants)
+    params = statement_params(seeded, SearchRequest(query=variants[0]), variants, vectors, "bm25")
     with seeded.db.tenant(T) as conn:
         prepare(conn, seeded, 45)
         plan = "\n".join(

@@ -199,7 +199,6 @@ def search(
 ) -> SearchResult:
     started = time.perf_counter()
     settings = elephant.settings.search
-    limit = request.limit or settings.default_limit
     lanes = _lane_sizes(elephant, request)
     engine = keyword_engine(elephant)
     with elephant.db.tenant(tenant) as conn:
@@ -212,32 +211,7 @@ def search(
         embed_started = time.perf_counter()
         vectors = elephant.embedder.embed_queries(variants)
         embed_ms = (time.perf_counter() - embed_started) * 1000
-        filters = request.filters
-        memory_kinds = sorted(filters.kinds() & {"window", "note"})
-        params: dict[str, Any] = {
-            "vectors": list(vectors),
-            "texts": variants if engine == "bm25" else [keyword_text(v) for v in variants],
-            "windows": lanes["windows"],
-            "facts": lanes["facts"],
-            "keyword_memories": lanes["keyword_memories"],
-            "keyword_facts": lanes["keyword_facts"],
-            "rrf_k": settings.rrf_k,
-            "result_limit": limit,
-            "sources": filters.sources(),
-            "memory_kinds": None if len(memory_kinds) == 2 else memory_kinds,
-            "created_after": filters.created_after,
-            "created_before": filters.created_before,
-            "event_after": filters.event_after,
-            "event_before": filters.event_before,
-            "as_of": filters.as_of,
-            "include_expired": filters.include_expired,
-            "recency_weight": (
-                settings.recency_weight
-                if request.recency_weight is None
-                else request.recency_weight
-            ),
-            "half_life_days": settings.half_life_days,
-        }
+        params = statement_params(elephant, request, variants, vectors, engine)
         prepare(conn, elephant, max(lanes["windows"], lanes["facts"]))
         sql_started = time.perf_counter()
         rows = conn.execute(statement(engine), params).fetchall()
@@ -264,6 +238,43 @@ def search(
             },
         }
     return result
+
+
+def statement_params(
+    elephant: Elephant,
+    request: SearchRequest,
+    variants: list[str],
+    vectors: Any,
+    engine: str,
+) -> dict[str, Any]:
+    """Every parameter of sql/hybrid_search.sql for this request."""
+    settings = elephant.settings.search
+    lanes = _lane_sizes(elephant, request)
+    filters = request.filters
+    memory_kinds = sorted(filters.kinds() & {"window", "note"})
+    return {
+        "vectors": list(vectors),
+        "texts": variants if engine == "bm25" else [keyword_text(v) for v in variants],
+        **lanes,
+        "rrf_k": settings.rrf_k,
+        "variant_weights": [1.0] + [settings.variant_weight] * (len(variants) - 1),
+        "windows_weight": settings.windows_weight,
+        "facts_weight": settings.facts_weight,
+        "keyword_weight": settings.keyword_weight,
+        "result_limit": request.limit or settings.default_limit,
+        "sources": filters.sources(),
+        "memory_kinds": None if len(memory_kinds) == 2 else memory_kinds,
+        "created_after": filters.created_after,
+        "created_before": filters.created_before,
+        "event_after": filters.event_after,
+        "event_before": filters.event_before,
+        "as_of": filters.as_of,
+        "include_expired": filters.include_expired,
+        "recency_weight": (
+            settings.recency_weight if request.recency_weight is None else request.recency_weight
+        ),
+        "half_life_days": settings.half_life_days,
+    }
 
 
 def prepare(conn: Connection, elephant: Elephant, largest_lane: int) -> None:
