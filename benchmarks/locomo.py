@@ -1,0 +1,716 @@
+"""Retrieval quality of search on LoCoMo: evidence recall, context budgets, lane ablations.
+
+    .venv/bin/python benchmarks/locomo.py [--dataset ../shared/datasets/locomo10.json]
+        [--data-dir DIR] [--limit N] [--out benchmarks/results/locomo.json] [--llm]
+
+Each LoCoMo conversation is ingested into its own tenant of an embedded database
+in --data-dir (default: a temporary dir) with the offline providers, then the
+extraction jobs are drained. With a --data-dir that already holds every tenant
+the ingest is skipped, so reruns only search.
+
+Measured, for every question (categories 1 multi-hop, 2 temporal, 3 open-domain,
+4 single-hop; 5 adversarial reported separately and kept out of "overall"):
+
+- recall@k, k = 1, 5, 10, 20, 60: one of the first k results (window, note or
+  fact) has a source turn id in the question's evidence set. search runs once
+  with limit=60 and every k is a prefix of that ranking. Questions whose
+  evidence has no parseable turn id are excluded (and counted).
+- recall within a context budget of 1k, 2k and 4k tokens: the ranked results
+  are taken in order while their text fits (tokens ~ words * 1.3); a hit is an
+  evidence-bearing result inside that prefix.
+- all-evidence@k: every evidence turn of the question is covered by the first k
+  results (the bar multi-hop questions really need).
+- lane ablations, each a full pass over categories 1-4: fused (default lanes,
+  expansion off, the product default), windows-dense only, facts-dense only,
+  keyword only, and fused with expansion. A single-lane pass sizes its lane at
+  60 (= limit) so that recall@60 is not capped by the default lane size.
+- latency: p50/p95 of search time and of the SQL statement alone (explain
+  timings) over the fused pass.
+- --llm: answer generation from the fused top results and LLM-judge accuracy
+  (strict and generous) per category; needs ANTHROPIC_API_KEY or an Ollama
+  configured through ELEPHANT_LLM_* settings, otherwise skipped and recorded so.
+
+Targets (fused, categories 1-4): recall@10 >= 0.92 and recall@60 >= 0.99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import statistics
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.config import LLMSettings, Settings, load_settings
+from app.errors import ConfigError
+from app.providers.llm import LLM, LLMError, build_llm
+from app.services import ingest as ingest_service
+from app.services.runtime import Elephant
+from app.services.search import LaneSizes, SearchHit, SearchRequest, search
+from app.services.worker import drain
+
+DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo10.json"
+TENANT_PREFIX = "locomo"
+LIMIT = 60
+KS = (1, 5, 10, 20, 60)
+ALL_EVIDENCE_KS = (10, 60)
+BUDGETS = (1000, 2000, 4000)
+TOKENS_PER_WORD = 1.3
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+SCORED = (1, 2, 3, 4)
+TARGETS = {"recall@10": 0.92, "recall@60": 0.99}
+# Lenient: "D8:6; D9:17", "D:11:26", "D30:05" and space-joined ids all parse.
+TURN_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*0*(\d+)")
+
+
+def turn_ids(texts: Iterable[str]) -> frozenset[str]:
+    """Normalised LoCoMo dialogue ids ("D{session}:{turn}") found in ``texts``."""
+    joined = " ".join(str(text) for text in texts)
+    return frozenset(f"D{int(a)}:{int(b)}" for a, b in TURN_ID.findall(joined))
+
+
+def approx_tokens(text: str) -> float:
+    return len(text.split()) * TOKENS_PER_WORD
+
+
+# ---------------------------------------------------------------- dataset
+
+
+@dataclass(frozen=True)
+class Question:
+    sample_id: str
+    tenant: str
+    index: int
+    category: int
+    question: str
+    answer: str
+    evidence: frozenset[str]
+
+    @property
+    def key(self) -> str:
+        return f"{self.sample_id}#{self.index}"
+
+
+def load_questions(samples: list[dict[str, Any]]) -> list[Question]:
+    questions = []
+    for sample in samples:
+        sample_id = str(sample.get("sample_id", "sample"))
+        tenant = ingest_service.tenant_slug(f"{TENANT_PREFIX}-{sample_id}")
+        for index, qa in enumerate(sample.get("qa", [])):
+            answer = qa.get("answer", qa.get("adversarial_answer", ""))
+            questions.append(
+                Question(
+                    sample_id=sample_id,
+                    tenant=tenant,
+                    index=index,
+                    category=int(qa["category"]),
+                    question=str(qa["question"]),
+                    answer=str(answer),
+                    evidence=turn_ids(qa.get("evidence") or []),
+                )
+            )
+    return questions
+
+
+# ---------------------------------------------------------------- ingest
+
+
+def count_rows(elephant: Elephant, tenant: str, table: str) -> int:
+    with elephant.db.tenant(tenant) as conn:
+        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        return int(row[0]) if row else 0
+
+
+def ensure_ingested(
+    elephant: Elephant, items: list[ingest_service.Item], tenants: list[str]
+) -> dict[str, Any]:
+    """Ingest the tenants that have no turns yet; refuse half-ingested ones."""
+    expected: Counter[str] = Counter()
+    for item in items:
+        expected[item.tenant] += len(getattr(item.payload, "turns", []))
+    present = {tenant: count_rows(elephant, tenant, "turns") for tenant in tenants}
+    partial = [t for t in tenants if 0 < present[t] != expected[t]]
+    if partial:
+        detail = ", ".join(f"{t}: {present[t]}/{expected[t]} turns" for t in partial)
+        raise SystemExit(f"partially ingested tenants ({detail}): use a fresh --data-dir")
+    todo = [t for t in tenants if present[t] == 0]
+    started = time.perf_counter()
+    if todo:
+        print(f"ingesting {len(todo)} conversation(s) (skipping {len(tenants) - len(todo)})")
+        report = ingest_service.ingest(elephant, [item for item in items if item.tenant in todo])
+        print(f"  {report.turns} turns, {report.windows_stored} windows; extracting facts")
+    else:
+        print(f"all {len(tenants)} conversations already ingested: skipping the ingest")
+    jobs = drain(elephant)
+    seconds = time.perf_counter() - started
+    return {
+        "ingested": todo,
+        "skipped": [t for t in tenants if t not in todo],
+        "seconds": round(seconds, 1),
+        "jobs_drained": jobs,
+        "turns": sum(count_rows(elephant, t, "turns") for t in tenants),
+        "memories": sum(count_rows(elephant, t, "memories") for t in tenants),
+        "facts": sum(count_rows(elephant, t, "facts") for t in tenants),
+    }
+
+
+# ---------------------------------------------------------------- one search, scored
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    description: str
+    lanes: LaneSizes
+    expand: bool
+
+
+PASSES = (
+    Pass("fused", "default lanes, expansion off (the product default)", LaneSizes(), False),
+    Pass(
+        "windows_dense",
+        "windows-dense lane only (60), no expansion",
+        LaneSizes(windows=LIMIT, facts=0, keyword=0),
+        False,
+    ),
+    Pass(
+        "facts_dense",
+        "facts-dense lane only (60), no expansion",
+        LaneSizes(windows=0, facts=LIMIT, keyword=0),
+        False,
+    ),
+    Pass(
+        "keyword",
+        "keyword lane only (60 memories + 60 facts), no expansion",
+        LaneSizes(windows=0, facts=0, keyword=LIMIT),
+        False,
+    ),
+    Pass("fused_expand", "default lanes, expansion on (name variants)", LaneSizes(), True),
+)
+
+
+@dataclass
+class Outcome:
+    question: Question
+    first_rank: int | None  # 1-based rank of the first evidence-bearing result
+    first_kind: str | None
+    first_rank_by_kind: dict[str, int | None]  # "memory" (window/note) and "fact"
+    budget_hits: dict[int, bool]
+    all_evidence: dict[int, bool]
+    total_ms: float
+    sql_ms: float
+    embedding_ms: float
+
+
+def kind_group(kind: str) -> str:
+    return "fact" if kind == "fact" else "memory"
+
+
+def score_hits(question: Question, hits: Sequence[SearchHit], timings: dict[str, float]) -> Outcome:
+    evidence = question.evidence
+    hit_ids = [turn_ids(hit.source_turn_ids) for hit in hits]
+    first_rank: int | None = None
+    first_kind: str | None = None
+    by_kind: dict[str, int | None] = {"memory": None, "fact": None}
+    for rank, (hit, ids) in enumerate(zip(hits, hit_ids, strict=True), start=1):
+        if ids & evidence:
+            if first_rank is None:
+                first_rank, first_kind = rank, hit.kind
+            group = kind_group(hit.kind)
+            if by_kind[group] is None:
+                by_kind[group] = rank
+    budget_hits = {}
+    for budget in BUDGETS:
+        used, found = 0.0, False
+        for hit, ids in zip(hits, hit_ids, strict=True):
+            used += approx_tokens(hit.text)
+            if used > budget:
+                break
+            if ids & evidence:
+                found = True
+                break
+        budget_hits[budget] = found
+    all_evidence = {}
+    for k in ALL_EVIDENCE_KS:
+        covered: set[str] = set()
+        for ids in hit_ids[:k]:
+            covered |= ids
+        all_evidence[k] = bool(evidence) and evidence <= covered
+    return Outcome(
+        question=question,
+        first_rank=first_rank,
+        first_kind=first_kind,
+        first_rank_by_kind=by_kind,
+        budget_hits=budget_hits,
+        all_evidence=all_evidence,
+        total_ms=float(timings.get("total", 0.0)),
+        sql_ms=float(timings.get("sql", 0.0)),
+        embedding_ms=float(timings.get("embedding", 0.0)),
+    )
+
+
+def run_search(elephant: Elephant, question: Question, spec: Pass) -> list[SearchHit]:
+    return search(elephant, question.tenant, request(question, spec), record_access=False).hits
+
+
+def request(question: Question, spec: Pass) -> SearchRequest:
+    return SearchRequest(
+        query=question.question, limit=LIMIT, expand=spec.expand, explain=True, lanes=spec.lanes
+    )
+
+
+def run_pass(elephant: Elephant, questions: Sequence[Question], spec: Pass) -> list[Outcome]:
+    outcomes = []
+    started = time.perf_counter()
+    for number, question in enumerate(questions, start=1):
+        result = search(elephant, question.tenant, request(question, spec), record_access=False)
+        timings = (result.explain or {}).get("timings_ms", {})
+        outcomes.append(score_hits(question, result.hits, timings))
+        if number % 250 == 0 or number == len(questions):
+            elapsed = time.perf_counter() - started
+            print(f"  {spec.name}: {number}/{len(questions)} ({elapsed:.0f}s)", flush=True)
+    return outcomes
+
+
+# ---------------------------------------------------------------- summaries
+
+
+def rate(flags: Sequence[bool]) -> float | None:
+    return round(sum(flags) / len(flags), 4) if flags else None
+
+
+def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    scored = [o for o in outcomes if o.question.evidence]
+    summary: dict[str, Any] = {
+        "questions": len(outcomes),
+        "scored": len(scored),
+        "no_evidence": len(outcomes) - len(scored),
+    }
+    for k in KS:
+        summary[f"recall@{k}"] = rate(
+            [o.first_rank is not None and o.first_rank <= k for o in scored]
+        )
+    for budget in BUDGETS:
+        summary[f"budget@{budget // 1000}k"] = rate([o.budget_hits[budget] for o in scored])
+    for k in ALL_EVIDENCE_KS:
+        summary[f"all_evidence@{k}"] = rate([o.all_evidence[k] for o in scored])
+    for group in ("memory", "fact"):
+        ranks = [o.first_rank_by_kind[group] for o in scored]
+        summary[f"{group}_recall@10"] = rate([r is not None and r <= 10 for r in ranks])
+    return summary
+
+
+def by_category(outcomes: Sequence[Outcome]) -> dict[str, dict[str, Any]]:
+    groups: dict[int, list[Outcome]] = defaultdict(list)
+    for outcome in outcomes:
+        groups[outcome.question.category].append(outcome)
+    table = {CATEGORIES[c]: summarise(groups[c]) for c in sorted(groups)}
+    table["overall"] = summarise([o for o in outcomes if o.question.category in SCORED])
+    return table
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear interpolation between closest ranks (q in 0..100)."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def latency(outcomes: Sequence[Outcome]) -> dict[str, Any]:
+    def stats(values: list[float]) -> dict[str, float]:
+        return {
+            "p50": round(percentile(values, 50), 2),
+            "p95": round(percentile(values, 95), 2),
+            "mean": round(statistics.fmean(values), 2) if values else float("nan"),
+        }
+
+    return {
+        "searches": len(outcomes),
+        "total_ms": stats([o.total_ms for o in outcomes]),
+        "sql_ms": stats([o.sql_ms for o in outcomes]),
+        "embedding_ms": stats([o.embedding_ms for o in outcomes]),
+    }
+
+
+def first_hit_kinds(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    kinds = Counter(o.first_kind or "none" for o in outcomes if o.question.evidence)
+    return dict(sorted(kinds.items()))
+
+
+def rank_histogram(outcomes: Sequence[Outcome]) -> dict[str, int]:
+    """Where the first evidence-bearing result landed (categories 1-4)."""
+    buckets = {"1": 0, "2-5": 0, "6-10": 0, "11-20": 0, "21-60": 0, "miss": 0}
+    for o in outcomes:
+        if not o.question.evidence or o.question.category not in SCORED:
+            continue
+        r = o.first_rank
+        key = (
+            "miss"
+            if r is None
+            else "1"
+            if r == 1
+            else "2-5"
+            if r <= 5
+            else "6-10"
+            if r <= 10
+            else "11-20"
+            if r <= 20
+            else "21-60"
+        )
+        buckets[key] += 1
+    return buckets
+
+
+# ---------------------------------------------------------------- printing
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(fmt(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+RECALL_COLUMNS = [f"recall@{k}" for k in KS] + [f"budget@{b // 1000}k" for b in BUDGETS]
+
+
+def recall_table(categories: dict[str, dict[str, Any]]) -> str:
+    order = [CATEGORIES[c] for c in SCORED] + ["overall", CATEGORIES[5]]
+    rows = []
+    for name in order:
+        if name not in categories:
+            continue
+        row = categories[name]
+        label = "overall (1-4)" if name == "overall" else name
+        if name == CATEGORIES[5]:
+            label = "adversarial (5, not in overall)"
+        rows.append([label, row["scored"], *(row[c] for c in RECALL_COLUMNS)])
+    return markdown(["category", "n", *RECALL_COLUMNS], rows)
+
+
+# ---------------------------------------------------------------- LLM answer + judge
+
+
+class Answer(BaseModel):
+    answer: str = Field(description="A short answer (a few words), or 'not mentioned'.")
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    verdict: Literal["CORRECT", "WRONG"]
+
+
+ANSWER_SYSTEM = """\
+You answer questions about a long conversation between two people using only the \
+numbered memories given. Dates in brackets are when the words were said; resolve \
+relative dates ("last week") against them. Answer in a few words. If the memories \
+do not contain the answer, answer "not mentioned"."""
+
+JUDGE_STRICT = """\
+You grade an answer against a gold answer. CORRECT only if the generated answer states \
+the same facts as the gold answer: same people, things and dates (the same day, or the \
+same period if the gold gives a period). Missing a required part, adding a wrong detail, \
+or hedging between options is WRONG."""
+
+JUDGE_GENEROUS = """\
+You grade an answer against a gold answer. Be generous: CORRECT if the generated answer \
+refers to the same thing as the gold answer, even if it is longer, worded differently, \
+or gives a date in another format or as a relative expression that resolves to the same \
+day or period. WRONG only if it contradicts the gold answer or misses its point."""
+
+JUDGES = {"strict": JUDGE_STRICT, "generous": JUDGE_GENEROUS}
+
+
+def resolve_llm() -> tuple[LLMSettings | None, str]:
+    """The answering/judging LLM from the environment, or why there is none."""
+    try:
+        configured = load_settings().llm
+    except ConfigError as exc:
+        return None, f"settings could not be read: {exc.message}"
+    if configured.provider == "ollama":
+        return configured, f"ollama model {configured.model} at {configured.ollama_url}"
+    if configured.anthropic_api_key:
+        return configured.model_copy(update={"provider": "anthropic"}), (
+            f"anthropic model {configured.model}"
+        )
+    return None, (
+        "no ANTHROPIC_API_KEY is set and no Ollama is configured "
+        "(ELEPHANT_LLM_PROVIDER=ollama): answer generation and LLM-judge scoring skipped"
+    )
+
+
+def context_block(hits: Sequence[SearchHit], budget: int) -> str:
+    lines, used = [], 0.0
+    for number, hit in enumerate(hits, start=1):
+        used += approx_tokens(hit.text)
+        if used > budget:
+            break
+        when = f"[{hit.event_at:%d %B %Y}] " if hit.kind == "fact" and hit.event_at else ""
+        lines.append(f"{number}. ({hit.kind}) {when}{hit.text}")
+    return "\n\n".join(lines)
+
+
+@dataclass
+class Graded:
+    category: int
+    verdicts: dict[str, bool] = field(default_factory=dict)
+    error: str | None = None
+
+
+def answer_and_judge(llm: LLM, question: Question, hits: Sequence[SearchHit]) -> Graded:
+    graded = Graded(category=question.category)
+    try:
+        answer = llm.complete_json(
+            system=ANSWER_SYSTEM,
+            prompt=f"Memories:\n{context_block(hits, 4000)}\n\nQuestion: {question.question}",
+            schema=Answer,
+            max_tokens=200,
+        ).value.answer
+        for name, system in JUDGES.items():
+            verdict = llm.complete_json(
+                system=system,
+                prompt=(
+                    f"Question: {question.question}\nGold answer: {question.answer}\n"
+                    f"Generated answer: {answer}\n\nGive your verdict."
+                ),
+                schema=Verdict,
+                max_tokens=50,
+            ).value.verdict
+            graded.verdicts[name] = verdict == "CORRECT"
+    except LLMError as exc:
+        graded.error = exc.message
+        graded.verdicts = dict.fromkeys(JUDGES, False)
+    return graded
+
+
+def llm_pass(elephant: Elephant, questions: Sequence[Question], llm: LLM) -> dict[str, Any]:
+    """Categories 1-4 (adversarial questions have no gold answer to judge)."""
+    fused = PASSES[0]
+    graded: list[Graded] = []
+    scored = [q for q in questions if q.category in SCORED]
+    for number, question in enumerate(scored, start=1):
+        graded.append(answer_and_judge(llm, question, run_search(elephant, question, fused)))
+        if number % 50 == 0 or number == len(scored):
+            print(f"  llm: {number}/{len(scored)}", flush=True)
+
+    def accuracy(rows: list[Graded]) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "questions": len(rows),
+            "errors": sum(r.error is not None for r in rows),
+        }
+        for name in JUDGES:
+            out[name] = rate([r.verdicts[name] for r in rows])
+        return out
+
+    result = {CATEGORIES[c]: accuracy([g for g in graded if g.category == c]) for c in SCORED}
+    result["overall"] = accuracy(graded)
+    return result
+
+
+# ---------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--data-dir", type=Path, default=None, help="Keep the database here.")
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N conversations.")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/locomo.json"))
+    parser.add_argument("--llm", action="store_true", help="Also answer and judge with an LLM.")
+    args = parser.parse_args()
+    started = time.perf_counter()
+
+    samples = json.loads(args.dataset.read_text())[: args.limit]
+    questions = load_questions(samples)
+    items = ingest_service.read_items(args.dataset, TENANT_PREFIX, "locomo", split_tenants=True)
+    tenants = list(dict.fromkeys(item.tenant for item in items))[: args.limit]
+    items = [item for item in items if item.tenant in tenants]
+    assert {q.tenant for q in questions} <= set(tenants), "tenant naming drifted from ingest"
+
+    llm_settings, llm_reason = resolve_llm() if args.llm else (None, "not requested (--llm)")
+    if args.llm and llm_settings is None:
+        print(f"LLM evaluation skipped: {llm_reason}")
+
+    with contextlib.ExitStack() as stack:
+        data_dir = args.data_dir or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="elephant-locomo-"))
+        )
+        data_dir.mkdir(parents=True, exist_ok=True)
+        settings = Settings.model_validate({"data_dir": str(data_dir), "log": {"level": "WARNING"}})
+        elephant = Elephant.open(settings, use_llm_from_settings=False)
+        stack.callback(elephant.close)
+        ingest_info = ensure_ingested(elephant, items, tenants)
+        print(
+            f"{len(tenants)} conversations: {ingest_info['turns']} turns, "
+            f"{ingest_info['memories']} memories, {ingest_info['facts']} facts "
+            f"({ingest_info['seconds']}s)"
+        )
+
+        recall_questions = [q for q in questions if q.category in SCORED]
+        # Warm up the embedder and the connection pool outside the timings.
+        for question in questions[:3]:
+            run_search(elephant, question, PASSES[0])
+
+        passes: dict[str, dict[str, Any]] = {}
+        outcomes: dict[str, list[Outcome]] = {}
+        for spec in PASSES:
+            # The fused pass also scores the adversarial questions (reported apart).
+            pool = questions if spec.name == "fused" else recall_questions
+            pass_started = time.perf_counter()
+            outcomes[spec.name] = run_pass(elephant, pool, spec)
+            passes[spec.name] = {
+                "description": spec.description,
+                "lanes": spec.lanes.model_dump(),
+                "expand": spec.expand,
+                "seconds": round(time.perf_counter() - pass_started, 1),
+                "categories": by_category(outcomes[spec.name]),
+                "latency_ms": latency(
+                    [o for o in outcomes[spec.name] if o.question.category in SCORED]
+                ),
+            }
+
+        llm_result: dict[str, Any] = {
+            "requested": args.llm,
+            "status": "skipped",
+            "reason": llm_reason,
+        }
+        if llm_settings is not None:
+            llm = build_llm(llm_settings)
+            assert llm is not None
+            llm_result = {
+                "requested": True,
+                "status": "ran",
+                "model": f"{llm.provider}:{llm.model}",
+                "accuracy": llm_pass(elephant, questions, llm),
+            }
+        search_settings = elephant.settings.search.model_dump()
+
+    fused = passes["fused"]
+    fused_scored = [o for o in outcomes["fused"] if o.question.category in SCORED]
+    overall = fused["categories"]["overall"]
+    targets = {
+        name: {"target": goal, "measured": overall[name], "met": (overall[name] or 0) >= goal}
+        for name, goal in TARGETS.items()
+    }
+    category_counts = Counter(CATEGORIES[q.category] for q in questions)
+    result: dict[str, Any] = {
+        "dataset": str(args.dataset),
+        "conversations": len(tenants),
+        "questions": dict(sorted(category_counts.items())),
+        "questions_without_evidence": sum(1 for q in questions if not q.evidence),
+        "limit": LIMIT,
+        "budget_tokens": {"approximation": f"words * {TOKENS_PER_WORD}", "budgets": BUDGETS},
+        "search_settings": search_settings,
+        "ingest": ingest_info,
+        "fused": fused["categories"],
+        "targets": targets,
+        "latency_ms": fused["latency_ms"],
+        "first_hit_kind": first_hit_kinds(fused_scored),
+        "first_hit_rank": rank_histogram(fused_scored),
+        "ablations": passes,
+        "llm": llm_result,
+        # Rank of the first evidence-bearing result per question (null: not in the top 60).
+        "first_rank_fused": {o.question.key: o.first_rank for o in outcomes["fused"]},
+    }
+    result["runtime_s"] = round(time.perf_counter() - started, 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+    report(result)
+    print(f"\nwritten to {args.out}; total runtime {result['runtime_s']}s")
+
+
+def report(result: dict[str, Any]) -> None:
+    fused = result["fused"]
+    print(
+        f"\n## LoCoMo retrieval, fused search (limit {LIMIT}); "
+        f"{result['questions_without_evidence']} questions without evidence excluded\n"
+    )
+    print(recall_table(fused))
+    print()
+    for name, target in result["targets"].items():
+        verdict = "met" if target["met"] else "NOT met"
+        print(
+            f"target {name} >= {target['target']}: measured {fmt(target['measured'])} ({verdict})"
+        )
+
+    print("\n## Evidence coverage and which results carry the hits (fused)\n")
+    rows = []
+    for name, row in fused.items():
+        rows.append(
+            [
+                name,
+                row["all_evidence@10"],
+                row["all_evidence@60"],
+                row["memory_recall@10"],
+                row["fact_recall@10"],
+            ]
+        )
+    headers = ["category", "all-evidence@10", "all-evidence@60", "windows r@10", "facts r@10"]
+    print(markdown(headers, rows))
+    print(f"\nfirst evidence-bearing result kind (1-4): {result['first_hit_kind']}")
+    print(f"first evidence-bearing rank (1-4): {result['first_hit_rank']}")
+
+    print("\n## Lane ablations (categories 1-4, overall)\n")
+    rows = []
+    for name, spec in result["ablations"].items():
+        row = spec["categories"]["overall"]
+        p50 = spec["latency_ms"]["total_ms"]["p50"]
+        rows.append([name, *(row[c] for c in RECALL_COLUMNS), p50, spec["seconds"]])
+    print(markdown(["pass", *RECALL_COLUMNS, "p50 ms", "pass s"], rows))
+
+    print("\n## Lane ablations: recall@10 by category\n")
+    rows = []
+    for name, spec in result["ablations"].items():
+        cats = spec["categories"]
+        rows.append([name, *(cats[CATEGORIES[c]]["recall@10"] for c in SCORED)])
+    print(markdown(["pass", *(CATEGORIES[c] for c in SCORED)], rows))
+
+    lat = result["latency_ms"]
+    print(f"\n## Latency, fused pass ({lat['searches']} searches, categories 1-4)\n")
+    rows = [
+        [part, lat[key]["p50"], lat[key]["p95"], lat[key]["mean"]]
+        for part, key in (
+            ("search total", "total_ms"),
+            ("SQL", "sql_ms"),
+            ("embedding", "embedding_ms"),
+        )
+    ]
+    print(markdown(["ms", "p50", "p95", "mean"], rows))
+
+    llm = result["llm"]
+    print("\n## LLM answer + judge\n")
+    if llm["status"] != "ran":
+        print(f"skipped: {llm['reason']}")
+    else:
+        rows = [
+            [name, row["questions"], row["strict"], row["generous"], row["errors"]]
+            for name, row in llm["accuracy"].items()
+        ]
+        print(f"model {llm['model']}\n")
+        print(markdown(["category", "n", "strict", "generous", "errors"], rows))
+
+
+if __name__ == "__main__":
+    main()
