@@ -1,0 +1,946 @@
+"""Hybrid search at scale: bulk load, index builds, and one statement vs separate lanes.
+
+    .venv/bin/python benchmarks/scale.py [--sizes 10000,100000] [--million]
+        [--queries 200] [--out benchmarks/results/scale.json]
+
+For each size N (10k and 100k; 1M only with --million) a fresh embedded database
+(temporary data dir) gets one tenant with a synthetic corpus: N memories (windows
+and notes, 30-120 words from a seeded Zipf vocabulary with per-topic words and
+named entities) and N/3 facts, with clustered, L2-normalised 384-d vectors (no
+embedding model). Measured:
+
+- bulk load: binary COPY as the superuser with the HNSW, GIN and bm25 indexes of
+  memories and facts dropped, then each index build timed on its own (recreated
+  from its exact pg_indexes definition), then VACUUM (ANALYZE) and a CHECKPOINT so
+  that autovacuum and checkpoints stay out of the latency runs;
+- search latency, query embedding excluded: the product's one statement
+  (sql/hybrid_search.sql with the bm25 keyword lane, prepared by
+  app.services.search.prepare, the parameters app.services.search.search builds)
+  against the same lanes issued as separate queries in the same tenant
+  transaction, fused by RRF in Python and completed by fetching the top rows by id.
+  Query variants come from the product's expand() (1 or 3 per query).
+  "sql" times execute + fetch inside the open transaction (after prepare);
+  "transaction" times the whole db.tenant() block (pool checkout, BEGIN,
+  tenant setting, prepare, the search, COMMIT);
+- EXPLAIN (ANALYZE) of one search per size: did every lane use its index?
+
+Targets printed beside the numbers: one-statement p50 <= 10 ms at 100k, and at
+least 3x faster than the separate lanes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import numpy as np
+import numpy.typing as npt
+from pgvector.psycopg import register_vector
+from psycopg import sql
+
+from app.config import SearchSettings, Settings
+from app.db.runtime import Connection, Database
+from app.services.expansion import expand
+from app.services.runtime import Elephant
+from app.services.search import prepare, statement
+
+TENANT = "bench"
+DIM = 384
+TOPICS = 200
+VOCABULARY = 20_000
+ENTITIES = 400
+TOPIC_WORDS = 40
+WARMUP_QUERIES = 30
+LANE_INDEXES = {
+    "windows": "memories_embedding_hnsw",
+    "facts": "facts_embedding_hnsw",
+    "keyword_memories": "memories_text_bm25",
+    "keyword_facts": "facts_text_bm25",
+}
+# The HNSW, GIN and bm25 indexes of these tables are dropped for the load and rebuilt.
+REBUILT_ACCESS_METHODS = ("hnsw", "gin", "bm25")
+TARGET_P50_MS_AT_100K = 10.0
+TARGET_SPEEDUP = 3.0
+# Search with the default settings, as app.services.search.search runs it.
+DEFAULTS = SearchSettings()
+
+FloatArray = npt.NDArray[np.float32]
+IntArray = npt.NDArray[np.int64]
+
+STOPWORDS = (  # noqa: SIM905 (a readable word list)
+    "the of and to a in is it you that he was for on are with as i his they be at one "
+    "have this from or had by but what some we can out other were all there when up use "
+    "your how said an each she which do their if will about then them would so these her"
+).split()
+SYLLABLES = [c + v for c in "bcdfghjklmnprstvwz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
+
+
+# ---------------------------------------------------------------- synthetic corpus
+
+
+@dataclass
+class Vocabulary:
+    words: npt.NDArray[np.object_]  # stopwords, then content words by falling frequency
+    content_p: npt.NDArray[np.float64]  # Zipf probabilities of the content words
+    topic_words: IntArray  # TOPICS x TOPIC_WORDS word indices
+    entities: list[str]
+    entity_p: npt.NDArray[np.float64]
+
+
+@dataclass
+class Corpus:
+    memory_ids: list[uuid.UUID]
+    memory_kinds: list[str]
+    memory_texts: list[str]
+    memory_vectors: FloatArray
+    memory_created: list[datetime]
+    memory_event: list[datetime | None]
+    memory_topics: IntArray
+    fact_ids: list[uuid.UUID]
+    fact_memory: IntArray
+    fact_subjects: list[str]
+    fact_texts: list[str]
+    fact_vectors: FloatArray
+    fact_created: list[datetime]
+    fact_status: list[str]
+    centroids: FloatArray
+
+
+@dataclass
+class Query:
+    text: str
+    variants: list[str]
+    vectors: list[FloatArray]
+
+
+def pseudo_words(rng: np.random.Generator, count: int, taken: set[str]) -> list[str]:
+    words: list[str] = []
+    while len(words) < count:
+        syllables = rng.choice(SYLLABLES, size=int(rng.integers(2, 5)))
+        word = "".join(syllables)
+        if word not in taken:
+            taken.add(word)
+            words.append(word)
+    return words
+
+
+def zipf(count: int, exponent: float) -> npt.NDArray[np.float64]:
+    weights = 1.0 / np.arange(1, count + 1, dtype=np.float64) ** exponent
+    return cast(npt.NDArray[np.float64], weights / weights.sum())
+
+
+def make_vocabulary(rng: np.random.Generator) -> Vocabulary:
+    taken = set(STOPWORDS)
+    content = pseudo_words(rng, VOCABULARY, taken)
+    entities = [word.capitalize() for word in pseudo_words(rng, ENTITIES, taken)]
+    # Topic words: mid-frequency content words (not the few ubiquitous ones).
+    topic_words = rng.integers(100, VOCABULARY // 2, size=(TOPICS, TOPIC_WORDS)) + len(STOPWORDS)
+    return Vocabulary(
+        words=np.array(STOPWORDS + content, dtype=object),
+        content_p=zipf(VOCABULARY, 1.07),
+        topic_words=topic_words,
+        entities=entities,
+        entity_p=zipf(ENTITIES, 0.8),
+    )
+
+
+def unit(vectors: npt.NDArray[Any]) -> FloatArray:
+    vectors = vectors.astype(np.float32, copy=False)
+    return cast(FloatArray, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+
+
+def clustered(
+    rng: np.random.Generator, centroids: FloatArray, topics: IntArray, spread: float
+) -> FloatArray:
+    """Centroid plus gaussian noise (noise norm about spread), normalised, in chunks."""
+    out = np.empty((len(topics), DIM), dtype=np.float32)
+    sigma = spread / np.sqrt(DIM)
+    for start in range(0, len(topics), 50_000):
+        part = topics[start : start + 50_000]
+        noise = rng.standard_normal((len(part), DIM), dtype=np.float32) * np.float32(sigma)
+        out[start : start + len(part)] = unit(centroids[part] + noise)
+    return out
+
+
+def texts(
+    rng: np.random.Generator,
+    vocab: Vocabulary,
+    topics: IntArray,
+    low: int,
+    high: int,
+    subjects: list[str] | None = None,
+) -> list[str]:
+    """Documents of low..high words: 40% stopwords, 18% topic words, the rest Zipf,
+    one or two entity names in most documents (or the given subject first)."""
+    count = len(topics)
+    lengths = rng.integers(low, high + 1, size=count)
+    offsets = np.concatenate(([0], np.cumsum(lengths)))
+    total = int(offsets[-1])
+    doc = np.repeat(np.arange(count), lengths)
+    draw = rng.random(total)
+    ids = len(STOPWORDS) + rng.choice(VOCABULARY, size=total, p=vocab.content_p)
+    stop = draw < 0.40
+    ids[stop] = rng.integers(0, len(STOPWORDS), size=int(stop.sum()))
+    topical = (draw >= 0.40) & (draw < 0.58)
+    ids[topical] = vocab.topic_words[
+        topics[doc[topical]], rng.integers(0, TOPIC_WORDS, size=int(topical.sum()))
+    ]
+    tokens: list[str] = vocab.words[ids].tolist()
+    mentions = rng.choice(ENTITIES, size=(count, 2), p=vocab.entity_p)
+    mention_count = rng.choice(3, size=count, p=[0.2, 0.5, 0.3])
+    for i in range(count):
+        start, end = int(offsets[i]), int(offsets[i + 1])
+        for j in range(int(mention_count[i])):
+            tokens[start + int(rng.integers(0, end - start))] = vocab.entities[mentions[i, j]]
+    out = []
+    for i in range(count):
+        words = tokens[int(offsets[i]) : int(offsets[i + 1])]
+        if subjects is not None:
+            words[0] = subjects[i]
+        out.append(" ".join(words).capitalize() + ".")
+    return out
+
+
+def make_corpus(rng: np.random.Generator, vocab: Vocabulary, size: int) -> Corpus:
+    centroids = unit(rng.standard_normal((TOPICS, DIM)))
+    topic_p = zipf(TOPICS, 0.6)
+    topics = rng.choice(TOPICS, size=size, p=topic_p).astype(np.int64)
+    now = datetime.now(UTC)
+    year_ago = now - timedelta(days=365)
+    created = [year_ago + timedelta(seconds=float(s)) for s in rng.uniform(0, 365 * 86400, size)]
+    lag = rng.uniform(0, 3 * 86400, size)
+    has_event = rng.random(size) < 0.8
+    events = [
+        c - timedelta(seconds=float(lag[i])) if has_event[i] else None
+        for i, c in enumerate(created)
+    ]
+    facts = size // 3
+    fact_memory = rng.integers(0, size, size=facts).astype(np.int64)
+    fact_topics = topics[fact_memory]
+    subjects = [
+        vocab.entities[i] for i in rng.choice(ENTITIES, size=facts, p=vocab.entity_p).tolist()
+    ]
+    return Corpus(
+        memory_ids=[uuid.UUID(bytes=rng.bytes(16), version=4) for _ in range(size)],
+        memory_kinds=np.where(rng.random(size) < 0.7, "window", "note").tolist(),
+        memory_texts=texts(rng, vocab, topics, 30, 120),
+        memory_vectors=clustered(rng, centroids, topics, spread=0.9),
+        memory_created=created,
+        memory_event=events,
+        memory_topics=topics,
+        fact_ids=[uuid.UUID(bytes=rng.bytes(16), version=4) for _ in range(facts)],
+        fact_memory=fact_memory,
+        fact_subjects=subjects,
+        fact_texts=texts(rng, vocab, fact_topics, 8, 20, subjects=subjects),
+        fact_vectors=clustered(rng, centroids, fact_topics, spread=0.9),
+        fact_created=[created[i] + timedelta(minutes=5) for i in fact_memory.tolist()],
+        fact_status=np.where(rng.random(facts) < 0.05, "superseded", "active").tolist(),
+        centroids=centroids,
+    )
+
+
+def make_queries(
+    rng: np.random.Generator, vocab: Vocabulary, corpus: Corpus, count: int
+) -> list[Query]:
+    """3-8 words (topic words, a common word, a name in 40%); variants by expand()."""
+    queries = []
+    for _ in range(count):
+        topic = int(corpus.memory_topics[int(rng.integers(0, len(corpus.memory_topics)))])
+        length = int(rng.integers(3, 9))
+        words = [
+            str(vocab.words[vocab.topic_words[topic, int(rng.integers(0, TOPIC_WORDS))]])
+            for _ in range(length)
+        ]
+        words[0] = str(vocab.words[len(STOPWORDS) + int(rng.integers(0, 300))])
+        if rng.random() < 0.4:
+            name = vocab.entities[int(rng.choice(ENTITIES, p=vocab.entity_p))]
+            words.insert(int(rng.integers(1, len(words))), name)
+        text = " ".join(words)
+        text = text[0].upper() + text[1:]
+        variants = expand(text, vocab.entities, max_variants=5)
+        vectors = clustered(
+            rng,
+            corpus.centroids,
+            np.full(len(variants), topic, dtype=np.int64),
+            spread=0.6,
+        )
+        queries.append(Query(text=text, variants=variants, vectors=list(vectors)))
+    return queries
+
+
+# ---------------------------------------------------------------- bulk load
+
+
+@dataclass
+class LoadReport:
+    copy_s: float
+    index_s: dict[str, float] = field(default_factory=dict)
+    vacuum_analyze_s: float = 0.0
+    table_mb: dict[str, float] = field(default_factory=dict)
+    index_mb: dict[str, float] = field(default_factory=dict)
+
+
+def rebuilt_indexes(conn: Connection) -> list[tuple[str, str]]:
+    """(name, definition) of the HNSW, GIN and bm25 indexes: HNSW, then GIN, then bm25."""
+    rows = conn.execute(
+        "SELECT i.indexname, i.indexdef, am.amname, i.tablename FROM pg_indexes AS i "
+        "JOIN pg_class AS c ON c.relname = i.indexname "
+        "JOIN pg_am AS am ON am.oid = c.relam "
+        "WHERE i.schemaname = current_schema() AND i.tablename IN ('memories', 'facts') "
+        "AND am.amname = ANY(%s)",
+        (list(REBUILT_ACCESS_METHODS),),
+    ).fetchall()
+    order = {am: n for n, am in enumerate(REBUILT_ACCESS_METHODS)}
+    rows.sort(key=lambda row: (order[str(row[2])], row[3] != "memories"))
+    return [(str(name), str(definition)) for name, definition, *_ in rows]
+
+
+def copy_rows(
+    conn: Connection,
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    rows: Iterable[Sequence[object]],
+) -> None:
+    names = sql.SQL(", ").join(sql.Identifier(name) for name, _ in columns)
+    query = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(sql.Identifier(table), names)
+    with conn.cursor() as cur, cur.copy(query) as copy:
+        copy.set_types([kind for _, kind in columns])
+        for row in rows:
+            copy.write_row(row)
+
+
+def sha(prefix: str, index: int) -> str:
+    return hashlib.sha256(f"{prefix}{index}".encode()).hexdigest()
+
+
+def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
+    """COPY as the superuser (it bypasses row-level security) with the big indexes dropped."""
+    with db.admin_connection() as conn:
+        register_vector(conn)
+        # The HNSW graph must fit in maintenance_work_mem, or the build slows down a lot:
+        # about 2 kB per 384-d vector with m = 16; at least 1GB.
+        work_mem_mb = max(1024, len(corpus.memory_ids) * 3 // 1024)
+        conn.execute(f"SET maintenance_work_mem = '{work_mem_mb}MB'")
+        conn.execute("INSERT INTO tenants (id, name) VALUES (%s, %s)", (TENANT, "scale benchmark"))
+        indexes = rebuilt_indexes(conn)
+        for name, _ in indexes:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+
+        started = time.perf_counter()
+        memory_columns = [
+            ("id", "uuid"),
+            ("tenant_id", "text"),
+            ("kind", "text"),
+            ("text", "text"),
+            ("embedding", "vector"),
+            ("source", "text"),
+            ("importance", "float4"),
+            ("event_at", "timestamptz"),
+            ("content_hash", "text"),
+            ("created_at", "timestamptz"),
+            ("last_seen_at", "timestamptz"),
+        ]
+        copy_rows(
+            conn,
+            "memories",
+            memory_columns,
+            (
+                (
+                    corpus.memory_ids[i],
+                    TENANT,
+                    corpus.memory_kinds[i],
+                    corpus.memory_texts[i],
+                    corpus.memory_vectors[i],
+                    "chat" if corpus.memory_kinds[i] == "window" else "api",
+                    50.0,
+                    corpus.memory_event[i],
+                    sha("m", i),
+                    corpus.memory_created[i],
+                    corpus.memory_created[i],
+                )
+                for i in range(len(corpus.memory_ids))
+            ),
+        )
+        fact_columns = [
+            ("id", "uuid"),
+            ("tenant_id", "text"),
+            ("memory_id", "uuid"),
+            ("subject", "text"),
+            ("text", "text"),
+            ("embedding", "vector"),
+            ("valid_from", "timestamptz"),
+            ("status", "text"),
+            ("recorded_at", "timestamptz"),
+            ("expired_at", "timestamptz"),
+            ("source", "text"),
+            ("content_hash", "text"),
+            ("created_at", "timestamptz"),
+        ]
+        copy_rows(
+            conn,
+            "facts",
+            fact_columns,
+            (
+                (
+                    corpus.fact_ids[i],
+                    TENANT,
+                    corpus.memory_ids[memory],
+                    corpus.fact_subjects[i],
+                    corpus.fact_texts[i],
+                    corpus.fact_vectors[i],
+                    corpus.memory_event[memory],
+                    corpus.fact_status[i],
+                    corpus.fact_created[i],
+                    corpus.fact_created[i] + timedelta(days=30)
+                    if corpus.fact_status[i] == "superseded"
+                    else None,
+                    "chat" if corpus.memory_kinds[memory] == "window" else "api",
+                    sha("f", i),
+                    corpus.fact_created[i],
+                )
+                for i, memory in enumerate(corpus.fact_memory.tolist())
+            ),
+        )
+        report = LoadReport(copy_s=time.perf_counter() - started)
+
+        for name, definition in indexes:
+            started = time.perf_counter()
+            conn.execute(cast(Any, definition))
+            report.index_s[name] = time.perf_counter() - started
+        started = time.perf_counter()
+        conn.execute("VACUUM (ANALYZE) memories")
+        conn.execute("VACUUM (ANALYZE) facts")
+        report.vacuum_analyze_s = time.perf_counter() - started
+        conn.execute("CHECKPOINT")
+        for table in ("memories", "facts"):
+            row = conn.execute(
+                "SELECT pg_table_size(%s::regclass), pg_indexes_size(%s::regclass)", (table, table)
+            ).fetchone()
+            assert row is not None
+            report.table_mb[table] = round(int(row[0]) / 2**20, 1)
+            report.index_mb[table] = round(int(row[1]) / 2**20, 1)
+        for name, _ in indexes:
+            row = conn.execute("SELECT pg_relation_size(%s::regclass)", (name,)).fetchone()
+            assert row is not None
+            report.index_mb[name] = round(int(row[0]) / 2**20, 1)
+    return report
+
+
+# ---------------------------------------------------------------- the two ways to search
+
+
+def params_for(query: Query) -> dict[str, Any]:
+    """What app.services.search.search passes: default settings, bm25, no filters."""
+    return {
+        "vectors": query.vectors,
+        "texts": query.variants,
+        "windows": DEFAULTS.windows,
+        "facts": DEFAULTS.facts,
+        "keyword_memories": DEFAULTS.keyword,
+        "keyword_facts": DEFAULTS.keyword,
+        "rrf_k": DEFAULTS.rrf_k,
+        "variant_weights": [1.0] + [DEFAULTS.variant_weight] * (len(query.variants) - 1),
+        "windows_weight": DEFAULTS.windows_weight,
+        "facts_weight": DEFAULTS.facts_weight,
+        "keyword_weight": DEFAULTS.keyword_weight,
+        "result_limit": DEFAULTS.default_limit,
+        "sources": None,
+        "memory_kinds": None,
+        "created_after": None,
+        "created_before": None,
+        "event_after": None,
+        "event_before": None,
+        "as_of": None,
+        "include_expired": False,
+        "recency_weight": DEFAULTS.recency_weight,
+        "half_life_days": DEFAULTS.half_life_days,
+    }
+
+
+_FILTERS = """
+  AND (%(sources)s::text[] IS NULL OR {t}.source = ANY (%(sources)s::text[]))
+  AND (%(created_after)s::timestamptz IS NULL OR {t}.created_at >= %(created_after)s)
+  AND (%(created_before)s::timestamptz IS NULL OR {t}.created_at < %(created_before)s)
+"""
+_MEMORY_FILTERS = (
+    _FILTERS.format(t="m")
+    + """
+  AND (%(memory_kinds)s::text[] IS NULL OR m.kind = ANY (%(memory_kinds)s::text[]))
+  AND (%(event_after)s::timestamptz IS NULL OR m.event_at >= %(event_after)s)
+  AND (%(event_before)s::timestamptz IS NULL OR m.event_at < %(event_before)s)
+"""
+)
+_FACT_FILTERS = (
+    _FILTERS.format(t="f")
+    + """
+  AND (%(event_after)s::timestamptz IS NULL OR f.valid_from >= %(event_after)s)
+  AND (%(event_before)s::timestamptz IS NULL OR f.valid_from < %(event_before)s)
+  AND (CASE
+         WHEN %(as_of)s::timestamptz IS NOT NULL THEN
+              f.status <> 'retracted'
+          AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
+          AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)
+         WHEN %(include_expired)s THEN true
+         ELSE f.status = 'active' AND f.expired_at IS NULL
+       END)
+"""
+)
+# The lanes of sql/hybrid_search.sql and sql/keyword_bm25.sql, one query each:
+# lane -> (item, weight parameter, query).
+SEPARATE_LANES: dict[str, tuple[str, str, str]] = {
+    "windows": (
+        "memory",
+        "windows_weight",
+        "SELECT m.id FROM memories AS m WHERE m.embedding IS NOT NULL"
+        + _MEMORY_FILTERS
+        + "ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(windows)s",
+    ),
+    "facts": (
+        "fact",
+        "facts_weight",
+        "SELECT f.id FROM facts AS f WHERE f.embedding IS NOT NULL"
+        + _FACT_FILTERS
+        + "ORDER BY f.embedding <=> %(vector)s::vector LIMIT %(facts)s",
+    ),
+    "keyword_memories": (
+        "memory",
+        "keyword_weight",
+        "SELECT m.id FROM memories AS m WHERE true"
+        + _MEMORY_FILTERS
+        + "ORDER BY m.text <@> to_bm25query(%(text)s, 'memories_text_bm25') "
+        "LIMIT %(keyword_memories)s",
+    ),
+    "keyword_facts": (
+        "fact",
+        "keyword_weight",
+        "SELECT f.id FROM facts AS f WHERE true"
+        + _FACT_FILTERS
+        + "ORDER BY f.text <@> to_bm25query(%(text)s, 'facts_text_bm25') "
+        "LIMIT %(keyword_facts)s",
+    ),
+}
+FETCH_MEMORIES = (
+    "SELECT kind, id, text, source, created_at, event_at, NULL::timestamptz, NULL::text, "
+    "NULL::text, NULL::uuid, source_turn_ids, importance FROM memories WHERE id = ANY(%s)"
+)
+FETCH_FACTS = (
+    "SELECT 'fact', id, text, source, created_at, valid_from, valid_to, subject, status, "
+    "memory_id, source_turn_ids, importance FROM facts WHERE id = ANY(%s)"
+)
+
+Hit = tuple[str, uuid.UUID]  # (item, id)
+
+
+def one_statement(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit], int]:
+    """The product's search statement; returns the hits and the statements sent (1)."""
+    rows = conn.execute(cast(Any, statement("bm25")), params).fetchall()
+    return [("fact" if row[0] == "fact" else "memory", row[1]) for row in rows], 1
+
+
+def separate_lanes(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit], int]:
+    """Every lane of every variant as its own query, RRF in Python, then rows by id."""
+    sent = 0
+    scores: dict[Hit, float] = {}
+    variants = zip(params["vectors"], params["texts"], params["variant_weights"], strict=True)
+    for vector, text, variant_weight in variants:
+        lane_params = {**params, "vector": vector, "text": text}
+        for item, weight, query in SEPARATE_LANES.values():
+            ids = conn.execute(cast(Any, query), lane_params).fetchall()
+            sent += 1
+            for rank, (id_,) in enumerate(ids, start=1):
+                key = (item, id_)
+                share = params[weight] * variant_weight / (params["rrf_k"] + rank)
+                scores[key] = scores.get(key, 0.0) + share
+    # Rounded, so that float summation order cannot split ties that SQL breaks by id.
+    ranked = sorted(scores, key=lambda key: (-round(scores[key], 12), key[1]))
+    top = ranked[: params["result_limit"]]
+    memories = [id_ for item, id_ in top if item == "memory"]
+    facts = [id_ for item, id_ in top if item == "fact"]
+    rows = {}
+    if memories:
+        rows.update({row[1]: row for row in conn.execute(FETCH_MEMORIES, (memories,))})
+        sent += 1
+    if facts:
+        rows.update({row[1]: row for row in conn.execute(FETCH_FACTS, (facts,))})
+        sent += 1
+    return [(item, id_) for item, id_ in top if id_ in rows], sent
+
+
+@dataclass
+class Timings:
+    sql_ms: list[float] = field(default_factory=list)
+    transaction_ms: list[float] = field(default_factory=list)
+    variants: list[int] = field(default_factory=list)
+    statements: list[int] = field(default_factory=list)
+
+    def by_variants(self) -> dict[str, dict[str, float]]:
+        """sql_ms percentiles per number of query variants."""
+        return {
+            str(count): percentiles(
+                [ms for ms, n in zip(self.sql_ms, self.variants, strict=True) if n == count]
+            )
+            for count in sorted(set(self.variants))
+        }
+
+
+Search = Callable[[Connection, dict[str, Any]], tuple[list[Hit], int]]
+
+
+def timed_search(db: Database, method: Search, params: dict[str, Any], into: Timings) -> list[Hit]:
+    shim = cast(Elephant, SimpleNamespace(db=db))  # prepare() reads elephant.db.capabilities
+    started = time.perf_counter()
+    with db.tenant(TENANT) as conn:
+        prepare(conn, shim, max(params["windows"], params["facts"]))
+        sql_started = time.perf_counter()
+        hits, sent = method(conn, params)
+        sql_ms = (time.perf_counter() - sql_started) * 1000
+    into.transaction_ms.append((time.perf_counter() - started) * 1000)
+    into.sql_ms.append(sql_ms)
+    into.variants.append(len(params["texts"]))
+    into.statements.append(sent)
+    return hits
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    p50, p95, p99 = np.percentile(np.array(values), [50, 95, 99])
+    return {
+        "p50": round(float(p50), 2),
+        "p95": round(float(p95), 2),
+        "p99": round(float(p99), 2),
+        "mean": round(float(np.mean(values)), 2),
+        "count": len(values),
+    }
+
+
+# ---------------------------------------------------------------- EXPLAIN
+
+
+def plan_nodes(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for node in plan_nodes(plan["Plan"]):
+        if "Relation Name" in node or "Index Name" in node:
+            found.append(
+                {
+                    "node": node["Node Type"],
+                    "relation": node.get("Relation Name"),
+                    "index": node.get("Index Name"),
+                    "loops": node.get("Actual Loops"),
+                    "rows": node.get("Actual Rows"),
+                }
+            )
+    return found
+
+
+def explain(db: Database, query: Query) -> dict[str, Any]:
+    """EXPLAIN (ANALYZE) the one statement and each separate lane, as the app role."""
+    params = params_for(query)
+    shim = cast(Elephant, SimpleNamespace(db=db))
+    with db.tenant(TENANT) as conn:
+        prepare(conn, shim, max(params["windows"], params["facts"]))
+        row = conn.execute(
+            cast(Any, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement("bm25")), params
+        ).fetchone()
+        assert row is not None
+        plan = row[0][0]
+        text_rows = conn.execute(
+            cast(Any, "EXPLAIN (ANALYZE, COSTS OFF) " + statement("bm25")), params
+        ).fetchall()
+        separate: dict[str, bool] = {}
+        lane_params = {**params, "vector": query.vectors[0], "text": query.variants[0]}
+        for name, (*_, lane_sql) in SEPARATE_LANES.items():
+            lane_plan = conn.execute(
+                cast(Any, "EXPLAIN (ANALYZE, FORMAT JSON) " + lane_sql), lane_params
+            ).fetchone()
+            assert lane_plan is not None
+            used = {s["index"] for s in scans(lane_plan[0][0])}
+            separate[name] = LANE_INDEXES[name] in used
+    found = scans(plan)
+    used = {s["index"] for s in found}
+    return {
+        "query": query.text,
+        "variants": len(query.variants),
+        "lanes_used_index": {lane: index in used for lane, index in LANE_INDEXES.items()},
+        "separate_lanes_used_index": separate,
+        "seq_scans": sorted({str(s["relation"]) for s in found if s["node"] == "Seq Scan"}),
+        "sorts": [
+            node.get("Sort Key")
+            for node in plan_nodes(plan["Plan"])
+            if node["Node Type"] in ("Sort", "Incremental Sort")
+        ],
+        "scans": found,
+        "jit": "JIT" in plan,
+        "planning_ms": plan.get("Planning Time"),
+        "execution_ms": plan.get("Execution Time"),
+        "lane_ms": {
+            lane: round(
+                sum(
+                    float(node["Actual Total Time"]) * int(node["Actual Loops"])
+                    for node in plan_nodes(plan["Plan"])
+                    if node.get("Index Name") == index
+                ),
+                3,
+            )
+            for lane, index in LANE_INDEXES.items()
+        },
+        "plan_text": [str(r[0]) for r in text_rows],
+    }
+
+
+def prepared_statements(db: Database) -> list[dict[str, Any]]:
+    """Server-side prepared statements of the pool connection(s): generic or custom plans."""
+    with db.tenant(TENANT) as conn:
+        rows = conn.execute(
+            "SELECT left(regexp_replace(statement, '\\s+', ' ', 'g'), 70), "
+            "generic_plans, custom_plans FROM pg_prepared_statements ORDER BY 1"
+        ).fetchall()
+    return [{"statement": r[0], "generic_plans": r[1], "custom_plans": r[2]} for r in rows]
+
+
+# ---------------------------------------------------------------- one size
+
+
+@contextmanager
+def fresh_database(prefix: str) -> Iterator[Database]:
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    db: Database | None = None
+    try:
+        settings = Settings.model_validate({"data_dir": tmp, "log": {"level": "WARNING"}})
+        db = Database(settings)
+        db.open()
+        yield db
+    finally:
+        if db is not None:
+            db.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_size(size: int, query_count: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    vocab = make_vocabulary(rng)
+    corpus = make_corpus(rng, vocab, size)
+    queries = make_queries(rng, vocab, corpus, query_count)
+    warmup = make_queries(rng, vocab, corpus, WARMUP_QUERIES)
+    generate_s = time.perf_counter() - started
+    print(f"[{size}] generated {size} memories, {len(corpus.fact_ids)} facts in {generate_s:.1f}s")
+
+    with fresh_database(f"elephant-scale-{size}-") as db:
+        load = bulk_load(db, corpus)
+        builds = ", ".join(f"{name} {s:.1f}s" for name, s in load.index_s.items())
+        print(f"[{size}] COPY {load.copy_s:.1f}s; {builds}")
+
+        one, separate = Timings(), Timings()
+        for query in warmup:
+            timed_search(db, one_statement, params_for(query), Timings())
+            timed_search(db, separate_lanes, params_for(query), Timings())
+        same_set = same_order = 0
+        for n, query in enumerate(queries):
+            params = params_for(query)
+            # Alternate which goes first, so neither always runs on the warmer cache.
+            if n % 2:
+                b = timed_search(db, separate_lanes, params, separate)
+                a = timed_search(db, one_statement, params, one)
+            else:
+                a = timed_search(db, one_statement, params, one)
+                b = timed_search(db, separate_lanes, params, separate)
+            same_set += set(a) == set(b)
+            same_order += a == b
+        plan = explain(db, max(queries, key=lambda q: len(q.variants)))
+        prepared = prepared_statements(db)
+
+    one_sql, sep_sql = percentiles(one.sql_ms), percentiles(separate.sql_ms)
+    return {
+        "size": size,
+        "memories": size,
+        "facts": len(corpus.fact_ids),
+        "queries": len(queries),
+        "variants_per_query": round(sum(len(q.variants) for q in queries) / len(queries), 2),
+        "generate_s": round(generate_s, 2),
+        "load": {
+            "copy_s": round(load.copy_s, 2),
+            "index_build_s": {name: round(s, 2) for name, s in load.index_s.items()},
+            "index_build_total_s": round(sum(load.index_s.values()), 2),
+            "vacuum_analyze_s": round(load.vacuum_analyze_s, 2),
+            "table_mb": load.table_mb,
+            "index_mb": load.index_mb,
+        },
+        "one_statement": {
+            "sql_ms": one_sql,
+            "transaction_ms": percentiles(one.transaction_ms),
+            "sql_ms_by_variants": one.by_variants(),
+        },
+        "separate_queries": {
+            "sql_ms": sep_sql,
+            "transaction_ms": percentiles(separate.transaction_ms),
+            "sql_ms_by_variants": separate.by_variants(),
+            "statements_per_search": round(float(np.mean(separate.statements)), 2),
+        },
+        "ratio_separate_over_one": {
+            "p50": round(sep_sql["p50"] / one_sql["p50"], 2),
+            "p95": round(sep_sql["p95"] / one_sql["p95"], 2),
+        },
+        "top10_agreement": {
+            "same_ids": round(same_set / len(queries), 3),
+            "same_order": round(same_order / len(queries), 3),
+        },
+        "explain": plan,
+        "prepared_statements": prepared,
+    }
+
+
+# ---------------------------------------------------------------- output
+
+
+def label(size: int) -> str:
+    return f"{size // 1_000_000}M" if size >= 1_000_000 else f"{size // 1000}k"
+
+
+def print_table(result: dict[str, Any]) -> None:
+    size = result["size"]
+    load, one, sep = result["load"], result["one_statement"], result["separate_queries"]
+    ratio = result["ratio_separate_over_one"]
+    p50_target = f"<= {TARGET_P50_MS_AT_100K:g} ms" if size == 100_000 else ""
+    if size == 100_000:
+        p50_target += " (met)" if one["sql_ms"]["p50"] <= TARGET_P50_MS_AT_100K else " (NOT met)"
+    speed_target = f">= {TARGET_SPEEDUP:g}x " + (
+        "(met)" if ratio["p50"] >= TARGET_SPEEDUP else "(NOT met)"
+    )
+    rows: list[tuple[str, str, str]] = [
+        ("corpus", f"{result['memories']} memories, {result['facts']} facts", ""),
+        ("bulk load (COPY) s", f"{load['copy_s']:.1f}", ""),
+    ]
+    rows += [(f"build {name} s", f"{s:.1f}", "") for name, s in load["index_build_s"].items()]
+    rows += [
+        ("VACUUM (ANALYZE) s", f"{load['vacuum_analyze_s']:.1f}", ""),
+        (
+            "queries (variants/query; statements/search separate)",
+            f"{result['queries']} ({result['variants_per_query']}; {sep['statements_per_search']})",
+            "",
+        ),
+    ]
+    for title, timings in (("one statement", one), ("separate lanes", sep)):
+        for scope in ("sql_ms", "transaction_ms"):
+            t = timings[scope]
+            target = p50_target if (title, scope) == ("one statement", "sql_ms") else ""
+            rows.append(
+                (
+                    f"{title} {scope[:-3]} p50/p95/p99 ms",
+                    f"{t['p50']:.2f} / {t['p95']:.2f} / {t['p99']:.2f}",
+                    f"p50 {target}" if target else "",
+                )
+            )
+    for title, timings in (("one statement", one), ("separate lanes", sep)):
+        by = timings["sql_ms_by_variants"]
+        rows.append(
+            (
+                f"{title} sql p50 ms by variants",
+                ", ".join(f"{n}: {t['p50']:.2f} (x{t['count']})" for n, t in by.items()),
+                "",
+            )
+        )
+    plan = result["explain"]
+    rows.append(
+        (
+            f"EXPLAIN ANALYZE ({plan['variants']} variants) ms",
+            f"planning {plan['planning_ms']:.2f}, execution {plan['execution_ms']:.2f}; lanes "
+            + ", ".join(f"{lane} {ms:.2f}" for lane, ms in plan["lane_ms"].items()),
+            "",
+        )
+    )
+    rows += [
+        ("separate / one (sql) p50", f"{ratio['p50']:.2f}x", speed_target),
+        ("separate / one (sql) p95", f"{ratio['p95']:.2f}x", f">= {TARGET_SPEEDUP:g}x"),
+        (
+            "top-10 agreement (ids / order)",
+            f"{result['top10_agreement']['same_ids']:.0%} / "
+            f"{result['top10_agreement']['same_order']:.0%}",
+            "",
+        ),
+    ]
+    lanes = result["explain"]["lanes_used_index"]
+    rows.append(
+        (
+            "lanes on their index (EXPLAIN)",
+            ", ".join(f"{lane} {'yes' if ok else 'NO'}" for lane, ok in lanes.items()),
+            "all yes",
+        )
+    )
+    print(f"\n### {label(size)}\n")
+    print("| metric | value | target |")
+    print("| --- | --- | --- |")
+    for metric, value, target in rows:
+        print(f"| {metric} | {value} | {target} |")
+    missing = [lane for lane, ok in lanes.items() if not ok]
+    if missing:
+        print(f"\nWARNING: at {label(size)} these lanes did not use their index: {missing}")
+    sep_missing = [k for k, ok in result["explain"]["separate_lanes_used_index"].items() if not ok]
+    if sep_missing:
+        print(f"WARNING: at {label(size)} separate lane queries off their index: {sep_missing}")
+    if result["explain"]["seq_scans"]:
+        print(f"note: sequential scans in the plan: {result['explain']['seq_scans']}")
+    if result["explain"]["jit"]:
+        print("note: the plan used JIT")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000", help="Comma-separated memory counts.")
+    parser.add_argument("--million", action="store_true", help="Also run 1,000,000 memories.")
+    parser.add_argument("--queries", type=int, default=200, help="Timed searches per size.")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/scale.json"))
+    args = parser.parse_args()
+    sizes = [int(re.sub(r"[_\s]", "", s)) for s in args.sizes.split(",") if s.strip()]
+    if args.million and 1_000_000 not in sizes:
+        sizes.append(1_000_000)
+
+    results = []
+    for size in sizes:
+        result = run_size(size, args.queries, args.seed)
+        results.append(result)
+        print_table(result)
+    body = {
+        "benchmark": "scale",
+        "timing_scopes": {
+            "sql_ms": "execute + fetchall of the search inside the open tenant transaction, "
+            "after prepare() (separate: every lane query, Python RRF, row fetches)",
+            "transaction_ms": "the whole db.tenant() block: pool checkout, BEGIN, tenant "
+            "setting, prepare(), the search, COMMIT",
+        },
+        "excluded": "query embedding (vectors are synthetic)",
+        "targets": {
+            "one_statement_p50_ms_at_100k": TARGET_P50_MS_AT_100K,
+            "speedup_vs_separate": TARGET_SPEEDUP,
+        },
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "seed": args.seed,
+        "results": results,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(body, indent=2, default=str))
+    print(f"\nwritten to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
