@@ -250,6 +250,29 @@ class SearchSettings(_Section):
     )
 
 
+class RerankerSettings(_Section):
+    enabled: bool = Field(False, description="Rerank the fused pool with the reranker service.")
+    url: str = Field("http://127.0.0.1:7788", description="Base URL of reranker_server.")
+    timeout_s: float = Field(2.0, gt=0, description="Seconds before search falls back to RRF.")
+    pool: int = Field(70, ge=1, le=500, description="Fused candidates sent to the reranker.")
+    instruction: str | None = Field(
+        None, description="Instruction for instruction-aware rerankers (Qwen3-Reranker)."
+    )
+    failure_threshold: int = Field(
+        3, ge=1, le=100, description="Consecutive failures that open the circuit breaker."
+    )
+    cooldown_s: float = Field(
+        30.0, ge=0, description="Seconds the breaker stays open before one trial request."
+    )
+
+
+class ReflectSettings(_Section):
+    limit: int = Field(10, ge=1, le=60, description="Sources given to the LLM.")
+    max_context_chars: int = Field(
+        12000, ge=500, le=200000, description="Longest numbered context block."
+    )
+
+
 class TenantSettings(_Section):
     default: str = Field("default", description="Tenant used when a request names none.")
 
@@ -284,6 +307,8 @@ class Settings(_Section):
     worker: WorkerSettings = WorkerSettings()
     contradiction: ContradictionSettings = ContradictionSettings()
     search: SearchSettings = SearchSettings()
+    reranker: RerankerSettings = RerankerSettings()
+    reflect: ReflectSettings = ReflectSettings()
     tenant: TenantSettings = TenantSettings()
     log: LogSettings = LogSettings()
 

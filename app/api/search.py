@@ -10,6 +10,7 @@ from litestar.params import JSONBody, Parameter
 
 from app.api.deps import tenant_from
 from app.services.proactive import ProactiveIn, proactive
+from app.services.reflect import ReflectIn, reflect
 from app.services.runtime import Elephant
 from app.services.search import SearchFilters, SearchRequest, search
 from app.services.stats import stats
@@ -61,3 +62,12 @@ class SearchController(Controller):
         data: JSONBody[ProactiveIn],
     ) -> dict[str, Any]:
         return proactive(elephant, tenant_from(request, elephant), data)
+
+    @post("/reflect", sync_to_thread=True, status_code=200, summary="Answer from memory, cited")
+    def reflect(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[ReflectIn],
+    ) -> dict[str, Any]:
+        return reflect(elephant, tenant_from(request, elephant), data)

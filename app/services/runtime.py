@@ -13,6 +13,7 @@ from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder, build_embedder
 from app.providers.llm import LLM
+from app.providers.reranker import HTTPReranker, build_reranker
 from app.services.access import AccessRecorder
 
 if TYPE_CHECKING:
@@ -33,6 +34,7 @@ class Elephant:
         self.llm = llm
         self.worker: Worker | None = None
         self.access = AccessRecorder(db)
+        self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
 
     @classmethod
     def open(
@@ -72,6 +74,8 @@ class Elephant:
             self.worker.stop()
             self.worker = None
         self.access.close()
+        if self.reranker is not None:
+            self.reranker.close()
         self.db.close()
 
     @property

@@ -23,6 +23,7 @@ from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.prompts import paraphrase as paraphrase_prompt
 from app.providers.llm import LLMError
+from app.providers.reranker import RerankerError
 from app.services.expansion import expand, keyword_text
 from app.services.inputs import parse_when
 from app.services.runtime import Elephant
@@ -79,6 +80,9 @@ class SearchRequest(_Input):
     explain: bool = Field(False, description="Add timings and lane details.")
     lanes: LaneSizes = Field(default_factory=LaneSizes)
     recency_weight: float | None = Field(None, ge=0, le=1)
+    rerank: bool | None = Field(
+        None, description="Rerank the fused pool with the reranker service (reranker.enabled)."
+    )
 
 
 @dataclass
@@ -100,6 +104,7 @@ class SearchHit:
     rrf: float
     prior: float
     variants: list[int]
+    rerank_score: float | None = None
 
     def to_dict(self, explain: bool) -> dict[str, Any]:
         body = asdict(self)
@@ -107,6 +112,8 @@ class SearchHit:
         if not explain:
             for key in ("rrf", "prior", "variants"):
                 body.pop(key)
+            if self.rerank_score is None:
+                body.pop("rerank_score")
         else:
             body["rrf"] = round(self.rrf, 6)
             body["prior"] = round(self.prior, 6)
@@ -211,12 +218,21 @@ def search(
         embed_started = time.perf_counter()
         vectors = elephant.embedder.embed_queries(variants)
         embed_ms = (time.perf_counter() - embed_started) * 1000
-        params = statement_params(elephant, request, variants, vectors, engine)
+        limit = request.limit or settings.default_limit
+        reranking = elephant.reranker is not None and (
+            elephant.settings.reranker.enabled if request.rerank is None else request.rerank
+        )
+        pool = max(limit, elephant.settings.reranker.pool) if reranking else limit
+        params = statement_params(elephant, request, variants, vectors, engine, pool)
         prepare(conn, elephant, max(lanes["windows"], lanes["facts"]))
         sql_started = time.perf_counter()
         rows = conn.execute(statement(engine), params).fetchall()
         sql_ms = (time.perf_counter() - sql_started) * 1000
     hits = [_hit(row) for row in rows]
+    rerank_report: dict[str, Any] = {"used": False, "reason": "off"}
+    if reranking and hits:
+        hits, rerank_report = _rerank(elephant, request.query, hits)
+    hits = hits[:limit]
     if record_access:
         record_hits(elephant, tenant, hits)
     result = SearchResult(query=request.query, hits=hits, variants=variants)
@@ -225,6 +241,7 @@ def search(
             "variants": variants,
             "lanes": lanes,
             "keyword_engine": engine,
+            "reranker": rerank_report,
             "rrf_k": settings.rrf_k,
             "recency_prior": {
                 "weight": params["recency_weight"],
@@ -246,6 +263,7 @@ def statement_params(
     variants: list[str],
     vectors: Any,
     engine: str,
+    result_limit: int | None = None,
 ) -> dict[str, Any]:
     """Every parameter of sql/hybrid_search.sql for this request."""
     settings = elephant.settings.search
@@ -261,7 +279,7 @@ def statement_params(
         "windows_weight": settings.windows_weight,
         "facts_weight": settings.facts_weight,
         "keyword_weight": settings.keyword_weight,
-        "result_limit": request.limit or settings.default_limit,
+        "result_limit": result_limit or request.limit or settings.default_limit,
         "sources": filters.sources(),
         "memory_kinds": None if len(memory_kinds) == 2 else memory_kinds,
         "created_after": filters.created_after,
@@ -328,6 +346,34 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         prior=float(prior),
         variants=sorted(int(v) for v in variants),
     )
+
+
+def rerank_document(hit: SearchHit) -> str:
+    """What the reranker reads: the date and source give it temporal and provenance cues."""
+    when = hit.event_at or hit.created_at
+    return f"[{when:%Y-%m-%d}] ({hit.source or hit.kind}) {hit.text}"
+
+
+def _rerank(
+    elephant: Elephant, query: str, hits: list[SearchHit]
+) -> tuple[list[SearchHit], dict[str, Any]]:
+    """Reorder the fused pool; on any reranker failure keep the fused order and say why."""
+    assert elephant.reranker is not None
+    try:
+        reranked = elephant.reranker.rerank(query, [rerank_document(hit) for hit in hits])
+    except RerankerError as exc:
+        return hits, {"used": False, "fallback": "fused order", "reason": exc.message}
+    ordered = []
+    for index, score in reranked.order:
+        hits[index].rerank_score = score
+        ordered.append(hits[index])
+    report = {
+        "used": True,
+        "model": reranked.model,
+        "pool": len(hits),
+        "elapsed_ms": round(reranked.elapsed_ms, 2),
+    }
+    return ordered, report
 
 
 def record_hits(elephant: Elephant, tenant: str, hits: list[SearchHit]) -> None:
