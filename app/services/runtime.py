@@ -70,13 +70,17 @@ class Elephant:
             self.worker.start()
 
     def close(self) -> None:
+        self.close_providers()
+        self.db.close()
+
+    def close_providers(self) -> None:
+        """Stop the worker and release HTTP clients and threads; the database stays open."""
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
         self.access.close()
         if self.reranker is not None:
             self.reranker.close()
-        self.db.close()
 
     @property
     def scorer_name(self) -> str:

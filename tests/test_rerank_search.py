@@ -1,0 +1,127 @@
+"""Search with the real reranker service (a tiny cross-encoder served on 127.0.0.1).
+
+The model is randomly initialised, so its scores mean nothing: the tests check
+that search sends the pool, applies the service's order, and falls back to the
+fused order (saying so in explain) when the service is down, slow or failing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.config import Settings
+from app.providers.reranker import HTTPReranker
+from app.services.commit import NoteIn, commit_note
+from app.services.runtime import Elephant
+from app.services.search import SearchRequest, rerank_document, search
+from reranker_server.testing import build_tiny_cross_encoder
+from tests.conftest import free_port
+
+T = "reranked"
+NOTES = [
+    "Ola keeps bees on the roof of her flat in Oslo",
+    "Ola's bees produced twelve jars of honey in 2024",
+    "Ola sells honey at the Saturday market in Grunerlokka",
+    "Ola is afraid of wasps but not of bees",
+]
+
+
+@pytest.fixture(scope="module")
+def reranker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    model = build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-ce"))
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reranker_server", "--model", str(model), "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail("reranker_server did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def elephant_with(base: Elephant, **reranker: object) -> Elephant:
+    settings: Settings = base.settings.model_copy(
+        update={"reranker": base.settings.reranker.model_copy(update={"enabled": True, **reranker})}
+    )
+    return Elephant(settings=settings, db=base.db, embedder=base.embedder, llm=None)
+
+
+@pytest.fixture(scope="module")
+def seeded(elephant: Elephant) -> Elephant:
+    for text in NOTES:
+        commit_note(elephant, T, NoteIn(text=text, source="notes"))
+    return elephant
+
+
+def test_search_applies_the_reranker_order(seeded: Elephant, reranker_url: str) -> None:
+    reranking = elephant_with(seeded, url=reranker_url, pool=70)
+    result = search(reranking, T, SearchRequest(query="Ola bees honey", limit=3, explain=True))
+    assert result.explain is not None
+    report = result.explain["reranker"]
+    assert report["used"] is True and report["pool"] >= 3
+    scores = [hit.rerank_score for hit in result.hits]
+    assert len(result.hits) == 3 and all(score is not None for score in scores)
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    # the order is exactly the service's order over the pool it was sent
+    pool = search(seeded, T, SearchRequest(query="Ola bees honey", limit=report["pool"]))
+    reply = httpx.post(
+        f"{reranker_url}/rerank",
+        json={"query": "Ola bees honey", "documents": [rerank_document(h) for h in pool.hits]},
+    ).json()
+    expected = [pool.hits[item["index"]].id for item in reply["results"]][:3]
+    assert [hit.id for hit in result.hits] == expected
+    reranking.close_providers()
+
+
+def test_reranker_down_falls_back_to_the_fused_order(seeded: Elephant) -> None:
+    down = elephant_with(seeded, url=f"http://127.0.0.1:{free_port()}", failure_threshold=2)
+    fused = search(seeded, T, SearchRequest(query="Ola bees honey", limit=4))
+    for attempt in range(3):
+        result = search(down, T, SearchRequest(query="Ola bees honey", limit=4, explain=True))
+        assert [hit.id for hit in result.hits] == [hit.id for hit in fused.hits]
+        assert result.explain is not None
+        report = result.explain["reranker"]
+        assert report["used"] is False and report["fallback"] == "fused order"
+        if attempt == 2:
+            assert "circuit open" in report["reason"]  # no more waiting on a dead service
+    assert isinstance(down.reranker, HTTPReranker) and down.reranker.circuit_open
+    down.close_providers()
+
+
+def test_slow_reranker_times_out_and_search_still_answers(
+    seeded: Elephant, reranker_url: str
+) -> None:
+    slow = elephant_with(seeded, url=reranker_url, timeout_s=0.0005)
+    result = search(slow, T, SearchRequest(query="Ola bees honey", limit=2, explain=True))
+    assert len(result.hits) == 2
+    assert result.explain is not None and result.explain["reranker"]["used"] is False
+    assert "timed out" in result.explain["reranker"]["reason"].lower() or (
+        "timeout" in result.explain["reranker"]["reason"].lower()
+    )
+    slow.close_providers()
+
+
+def test_per_request_switch(seeded: Elephant, reranker_url: str) -> None:
+    reranking = elephant_with(seeded, url=reranker_url)
+    off = search(reranking, T, SearchRequest(query="bees", rerank=False, explain=True))
+    assert off.explain is not None and off.explain["reranker"] == {"used": False, "reason": "off"}
+    reranking.close_providers()
