@@ -755,6 +755,7 @@ def run_size(size: int, query_count: int, seed: int) -> dict[str, Any]:
             timed_search(db, one_statement, params_for(query), Timings())
             timed_search(db, separate_lanes, params_for(query), Timings())
         same_set = same_order = 0
+        load_before = os.getloadavg()[0]
         for n, query in enumerate(queries):
             params = params_for(query)
             # Alternate which goes first, so neither always runs on the warmer cache.
@@ -766,6 +767,7 @@ def run_size(size: int, query_count: int, seed: int) -> dict[str, Any]:
                 b = timed_search(db, separate_lanes, params, separate)
             same_set += set(a) == set(b)
             same_order += a == b
+        load_after = os.getloadavg()[0]
         plan = explain(db, max(queries, key=lambda q: len(q.variants)))
         prepared = prepared_statements(db)
 
@@ -777,6 +779,9 @@ def run_size(size: int, query_count: int, seed: int) -> dict[str, Any]:
         "queries": len(queries),
         "variants_per_query": round(sum(len(q.variants) for q in queries) / len(queries), 2),
         "generate_s": round(generate_s, 2),
+        # The 1-minute load average around the timed searches: about 1 is this benchmark
+        # alone (client and server alternate); more means the machine was shared.
+        "loadavg_1m_during_searches": [round(load_before, 2), round(load_after, 2)],
         "load": {
             "copy_s": round(load.copy_s, 2),
             "index_build_s": {name: round(s, 2) for name, s in load.index_s.items()},
@@ -833,6 +838,11 @@ def print_table(result: dict[str, Any]) -> None:
     rows += [(f"build {name} s", f"{s:.1f}", "") for name, s in load["index_build_s"].items()]
     rows += [
         ("VACUUM (ANALYZE) s", f"{load['vacuum_analyze_s']:.1f}", ""),
+        (
+            "load average (1 min) before/after searches",
+            " / ".join(f"{x:.2f}" for x in result["loadavg_1m_during_searches"]),
+            "~1 = machine otherwise idle",
+        ),
         (
             "queries (variants/query; statements/search separate)",
             f"{result['queries']} ({result['variants_per_query']}; {sep['statements_per_search']})",

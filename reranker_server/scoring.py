@@ -64,6 +64,14 @@ def plan_batches(lengths: Sequence[int], batch_tokens: int) -> list[list[int]]:
     return batches
 
 
+def token_id(tokenizer: Any, token: str) -> int:
+    """The id of a single vocabulary token; an error when the tokenizer lacks it."""
+    value = tokenizer.convert_tokens_to_ids(token)
+    if not isinstance(value, int) or value == tokenizer.unk_token_id:
+        raise ValueError(f"the tokenizer has no {token!r} token")
+    return value
+
+
 @dataclass(frozen=True)
 class ModelInfo:
     """What /health reports about the loaded model."""
@@ -105,8 +113,8 @@ class Reranker:
             self.tokenizer.padding_side = "left"
             self._prefix = self.tokenizer.encode(CAUSAL_PREFIX, add_special_tokens=False)
             self._suffix = self.tokenizer.encode(CAUSAL_SUFFIX, add_special_tokens=False)
-            self._yes = int(self.tokenizer.convert_tokens_to_ids("yes"))
-            self._no = int(self.tokenizer.convert_tokens_to_ids("no"))
+            self._yes = token_id(self.tokenizer, "yes")
+            self._no = token_id(self.tokenizer, "no")
             if self.max_length <= len(self._prefix) + len(self._suffix):
                 raise ValueError("max_length leaves no room for the query and document")
         else:

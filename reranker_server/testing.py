@@ -58,7 +58,7 @@ def build_tiny_causal(path: Path, seed: int = 0) -> Path:
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="[UNK]"))
     backend.pre_tokenizer = pre_tokenizers.Whitespace()
     backend.add_special_tokens(specials)
-    tokenizer = PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=backend,
         unk_token="[UNK]",
         pad_token="[PAD]",
@@ -97,7 +97,7 @@ def build_tiny_cross_encoder(path: Path, num_labels: int = 1, seed: int = 0) -> 
         pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
     )
-    tokenizer = PreTrainedTokenizerFast(
+    tokenizer = PreTrainedTokenizerFast(  # type: ignore[no-untyped-call]
         tokenizer_object=backend,
         unk_token="[UNK]",
         pad_token="[PAD]",
@@ -113,10 +113,10 @@ def build_tiny_cross_encoder(path: Path, num_labels: int = 1, seed: int = 0) -> 
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=512,
-        num_labels=num_labels,
         initializer_range=0.5,
         pad_token_id=vocab["[PAD]"],
     )
+    config.num_labels = num_labels
     BertForSequenceClassification(config).save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path

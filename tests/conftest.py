@@ -1,8 +1,10 @@
 """Shared fixtures: one real embedded Postgres per test run, a fresh database per module.
 
-The schema is built once by the real migrations into ``elephant_template``; each
-module (or test) gets a copy with ``CREATE DATABASE ... TEMPLATE``, which takes
-milliseconds. Nothing is mocked: tests talk to PostgreSQL 18 with its extensions.
+Each module (or test) gets a new database whose schema is built by the real
+migrations. Not a copy of a template database: pg_textsearch keeps in-memory
+index state keyed by the index's identity, and copies of one template share
+those identities, so two copies corrupt each other's BM25 indexes. Nothing is
+mocked: tests talk to PostgreSQL 18 with its extensions.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder, LocalEmbedder
 from app.services.runtime import Elephant
 
-TEMPLATE_DB = "elephant_template"
 _counter = itertools.count()
 
 
@@ -47,36 +48,32 @@ def pg_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def pg_server(pg_data_dir: Path) -> Iterator[EmbeddedPostgres]:
-    """The run's PostgreSQL server, with the migrated template database."""
+    """The run's PostgreSQL server."""
     server = EmbeddedPostgres(pg_data_dir / "embedded")
     server.start()
-    with psycopg.connect(server.conninfo(), autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEMPLATE_DB)))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def new_database(pg_server: EmbeddedPostgres, pg_data_dir: Path) -> Callable[..., str]:
+    """Create a database for a test, migrated to head (or left empty)."""
     settings = make_settings(pg_data_dir)
     params = migrations.SchemaParams(
         embedding_dim=settings.embedding.dim,
         embedding_model=settings.embedding.model,
         app_role=settings.database.app_role,
     )
-    migrations.upgrade(server.conninfo(dbname=TEMPLATE_DB), params)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="session")
-def new_database(pg_server: EmbeddedPostgres) -> Callable[..., str]:
-    """Create a database for a test: a copy of the migrated template, or empty."""
 
     def create(hint: str, *, empty: bool = False) -> str:
         slug = re.sub(r"[^a-z0-9]+", "_", hint.lower())[:40]
         name = f"t_{slug}_{next(_counter)}"
-        template = "template0" if empty else TEMPLATE_DB
         with psycopg.connect(pg_server.conninfo(), autocommit=True) as conn:
             conn.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                    sql.Identifier(name), sql.Identifier(template)
-                )
+                sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(name))
             )
+        if not empty:
+            migrations.upgrade(pg_server.conninfo(dbname=name), params)
         return name
 
     return create
