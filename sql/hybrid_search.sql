@@ -10,7 +10,7 @@
 -- plus an optional recency prior. Each hit reports its best rank in every lane.
 --
 -- Parameters
---   vectors vector[], texts text[]           one entry per query variant
+--   vectors vector[] (sent binary), texts text[]   one entry per query variant
 --   windows, facts, keyword int              lane sizes (0 switches a lane off)
 --   rrf_k int, result_limit int
 --   variant_weights float8[]                 one per variant (the question itself: 1)
@@ -25,7 +25,7 @@
 -- The caller sets hnsw.ef_search >= the lane sizes (and iterative scans) first.
 WITH q AS (
     SELECT v.embedding, v.query, v.variant
-    FROM unnest(%(vectors)s::vector[], %(texts)s::text[])
+    FROM unnest(%(vectors)b::vector[], %(texts)s::text[])
          WITH ORDINALITY AS v(embedding, query, variant)
 ),
 window_lane AS (

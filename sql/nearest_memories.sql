@@ -1,7 +1,7 @@
 -- For each new text's vector: the current tenant's most similar stored memories.
 -- Feeds novelty (A-MAC gate) and near-duplicate detection in one round trip.
 -- Row-level security limits the scan to the tenant of the transaction.
---   %(vectors)s               vector[]  one per new text, in order
+--   vectors                   vector[]  one per new text, in order (sent binary)
 --   %(k)s                     int       neighbours per vector
 --   %(exclude_conversation)s  uuid      windows of this conversation are skipped
 --                                       (they overlap by design), or NULL
@@ -9,7 +9,7 @@ SELECT q.ord::int                AS ord,
        n.id,
        n.text,
        1 - n.distance            AS similarity
-FROM unnest(%(vectors)s::vector[]) WITH ORDINALITY AS q(embedding, ord)
+FROM unnest(%(vectors)b::vector[]) WITH ORDINALITY AS q(embedding, ord)
 CROSS JOIN LATERAL (
     SELECT m.id, m.text, m.embedding <=> q.embedding AS distance
     FROM memories AS m

@@ -1,13 +1,13 @@
 -- For each new fact: the active facts about the same subject, most similar first,
 -- the candidates it may contradict. One round trip for a whole extraction batch.
---   %(ids)s uuid[], %(subjects)s text[] (lower-case), %(vectors)s vector[]  (parallel arrays)
+--   ids uuid[], subjects text[] (lower-case), vectors vector[] (binary): parallel arrays
 --   %(k)s int  candidates per fact
 SELECT q.ord::int                              AS ord,
        f.id,
        f.text,
        f.valid_from,
        1 - f.distance                          AS similarity
-FROM unnest(%(ids)s::uuid[], %(subjects)s::text[], %(vectors)s::vector[])
+FROM unnest(%(ids)s::uuid[], %(subjects)s::text[], %(vectors)b::vector[])
          WITH ORDINALITY AS q(id, subject, embedding, ord)
 CROSS JOIN LATERAL (
     SELECT c.id, c.text, c.valid_from, c.embedding <=> q.embedding AS distance
