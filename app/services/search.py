@@ -180,6 +180,9 @@ def _paraphrases(elephant: Elephant, conn: Connection, tenant: str, query: str) 
     return result.value.paraphrases
 
 
+LANE_KEYS = ("windows", "facts", "keyword_memories", "keyword_facts")
+
+
 def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
     defaults = elephant.settings.search
     kinds = request.filters.kinds()
@@ -206,7 +209,6 @@ def search(
 ) -> SearchResult:
     started = time.perf_counter()
     settings = elephant.settings.search
-    lanes = _lane_sizes(elephant, request)
     engine = keyword_engine(elephant)
     with elephant.db.tenant(tenant) as conn:
         variants = [request.query]
@@ -224,6 +226,7 @@ def search(
         )
         pool = max(limit, elephant.settings.reranker.pool) if reranking else limit
         params = statement_params(elephant, request, variants, vectors, engine, pool)
+        lanes = {key: params[key] for key in LANE_KEYS}
         prepare(conn, elephant, max(lanes["windows"], lanes["facts"]))
         sql_started = time.perf_counter()
         rows = conn.execute(statement(engine), params).fetchall()
