@@ -248,6 +248,14 @@ class SearchSettings(_Section):
     recently_accessed_minutes: float = Field(
         30.0, ge=0, description="/proactive skips memories accessed this recently."
     )
+    graph: int = Field(
+        15,
+        ge=0,
+        le=1000,
+        description="Graph lane size: facts of entities named in the query and their 1-hop "
+        "neighbours (0 = off; absent without AGE).",
+    )
+    graph_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the graph lane.")
 
 
 class RerankerSettings(_Section):
@@ -266,6 +274,35 @@ class RerankerSettings(_Section):
     )
 
 
+class GraphSettings(_Section):
+    enabled: bool = Field(
+        True, description="Knowledge-graph features (need Apache AGE; without it they answer 503)."
+    )
+    domains: tuple[str, ...] = Field(
+        (
+            "software", "music", "history", "philosophy", "health", "writing", "neuro",
+            "finance", "personal", "general",
+        ),
+        min_length=1,
+        description="Subject domains an entity may belong to (comma-separated in the env).",
+    )  # fmt: skip
+    link_ingest: bool = Field(
+        True, description="Upsert the entities of extracted facts and link them (mentions)."
+    )
+    max_items: int = Field(
+        2000, ge=1, le=100000, description="Most entities, relations or observations per call."
+    )
+
+    @field_validator("domains", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, list | tuple):
+            return tuple(str(part).strip().lower() for part in value)
+        return value
+
+
 class ReflectSettings(_Section):
     limit: int = Field(10, ge=1, le=60, description="Sources given to the LLM.")
     max_context_chars: int = Field(
@@ -280,6 +317,45 @@ class TenantSettings(_Section):
     @classmethod
     def _tenant_id(cls, value: str) -> str:
         return validate_tenant_id(value)
+
+
+class McpSettings(_Section):
+    profile: Literal["recall", "record", "standard", "full"] = Field(
+        "standard",
+        description="Tools the MCP server offers: recall (read-only), record (writes, no "
+        "deletes), standard (both), full (also deletes).",
+    )
+    tenant: str | None = Field(
+        None,
+        description="Tenant of MCP calls (stdio, and HTTP without an X-Elephant-Tenant header). "
+        "Unset: tenant.default.",
+    )
+    token: str | None = Field(
+        None,
+        description="Bearer token MCP clients must send over HTTP (at least 16 characters). "
+        "Required to serve MCP on a non-loopback address.",
+        json_schema_extra={"secret": True},
+    )
+    mount_in_api: bool = Field(True, description="Serve MCP (streamable HTTP) at /mcp in the API.")
+    host: str = Field("127.0.0.1", description="Address `elephant mcp --http` binds.")
+    port: int = Field(7778, ge=1, le=65535, description="Port `elephant mcp --http` binds.")
+
+    @field_validator("tenant")
+    @classmethod
+    def _tenant_id(cls, value: str | None) -> str | None:
+        return None if value in (None, "") else validate_tenant_id(str(value))
+
+    @field_validator("token")
+    @classmethod
+    def _token_length(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        assert value is not None
+        if len(value) < 16:
+            raise ValueError(
+                "must be at least 16 characters (e.g. the output of `openssl rand -hex 32`)"
+            )
+        return value
 
 
 class LogSettings(_Section):
@@ -309,7 +385,9 @@ class Settings(_Section):
     search: SearchSettings = SearchSettings()
     reranker: RerankerSettings = RerankerSettings()
     reflect: ReflectSettings = ReflectSettings()
+    graph: GraphSettings = GraphSettings()
     tenant: TenantSettings = TenantSettings()
+    mcp: McpSettings = McpSettings()
     log: LogSettings = LogSettings()
 
     @property

@@ -186,16 +186,27 @@ class Database:
             yield conn
 
     def _configure_connection(self, conn: Connection) -> None:
+        age = self.capabilities is not None and self.capabilities.age
         if self.embedded is None:
+            if age and "age" not in self.capabilities_preloaded():
+                # AGE must be loaded in every session unless the server preloads it;
+                # LOAD needs the connecting (not the app) role's rights.
+                conn.execute("LOAD 'age'")
             conn.execute(
                 sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.app_role))
             )
+        if age:
+            # Cypher resolves AGE's functions through the search path; ag_catalog goes last.
+            conn.execute("SELECT set_config('search_path', '\"$user\", public, ag_catalog', false)")
         conn.execute(
             "SELECT set_config('statement_timeout', %s, false)",
             (str(self.settings.database.statement_timeout_ms),),
         )
         register_vector(conn)
         conn.commit()
+
+    def capabilities_preloaded(self) -> tuple[str, ...]:
+        return () if self.capabilities is None else self.capabilities.preloaded
 
     # ------------------------------------------------------------ schema
 

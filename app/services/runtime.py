@@ -15,6 +15,7 @@ from app.providers.embedder import Embedder, build_embedder
 from app.providers.llm import LLM
 from app.providers.reranker import HTTPReranker, build_reranker
 from app.services.access import AccessRecorder
+from app.services.graph.age import AGEGraphStore
 
 if TYPE_CHECKING:
     from app.services.worker import Worker
@@ -35,6 +36,7 @@ class Elephant:
         self.worker: Worker | None = None
         self.access = AccessRecorder(db)
         self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
+        self.graph = AGEGraphStore(db)
 
     @classmethod
     def open(

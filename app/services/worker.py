@@ -28,19 +28,22 @@ Handler = Callable[[Elephant, Connection, queue.Job], int]
 
 
 def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) -> int:
-    """Give vectors to memories stored while the embedder was down."""
-    rows = conn.execute(
-        "SELECT id, text FROM memories WHERE embedding IS NULL ORDER BY created_at LIMIT 500"
-    ).fetchall()
-    if not rows:
-        return 0
-    vectors = elephant.embedder.embed_documents([text for _, text in rows])
-    with conn.cursor() as cursor:
-        cursor.executemany(
-            "UPDATE memories SET embedding = %s WHERE id = %s",
-            [(vector, memory_id) for (memory_id, _), vector in zip(rows, vectors, strict=True)],
-        )
-    return len(rows)
+    """Give vectors to memories and facts stored while the embedder was down."""
+    done = 0
+    for table, text in (("memories", "text"), ("facts", "coalesce(subject || ': ', '') || text")):
+        rows = conn.execute(
+            f"SELECT id, {text} FROM {table} WHERE embedding IS NULL ORDER BY created_at LIMIT 500"
+        ).fetchall()
+        if not rows:
+            continue
+        vectors = elephant.embedder.embed_documents([value for _, value in rows])
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {table} SET embedding = %s WHERE id = %s",
+                [(vector, row_id) for (row_id, _), vector in zip(rows, vectors, strict=True)],
+            )
+        done += len(rows)
+    return done
 
 
 HANDLERS: dict[str, Handler] = {

@@ -1,0 +1,1 @@
+"""The temporal knowledge graph (Apache AGE) and its closed vocabulary."""

@@ -1,0 +1,364 @@
+"""The graph in Apache AGE: one graph per tenant, entities as vertices, relations as edges.
+
+Every Cypher text here is a constant of this module; values travel in the
+third argument of ``cypher()`` as one JSON map. The only things spliced into a
+statement are the graph name, derived from the (validated) tenant id, and edge
+labels taken from the closed relation vocabulary, never from a caller's string.
+Vertices are found through ``{key: ...}`` patterns, which AGE turns into a
+``properties @>`` test that the GIN index on the label table answers; edges
+are walked one direction at a time, which the start/end indexes answer (an
+undirected pattern becomes an OR join that scans every edge).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from app.db.runtime import Connection, Database
+from app.errors import CapabilityMissing
+from app.services.graph.store import Entity, Relation
+from app.services.graph.vocabulary import RELATIONS
+
+log = logging.getLogger(__name__)
+
+ENTITY_LABEL = "Entity"
+_GRAPH_NAME = re.compile(r"^g_[a-z0-9_]{1,40}_[0-9a-f]{8}$")
+
+
+def graph_name(tenant: str) -> str:
+    """Readable and collision-free: 'team-a' and 'team_a' differ by the hash suffix."""
+    digest = hashlib.sha256(tenant.encode()).hexdigest()[:8]
+    return f"g_{tenant.replace('-', '_')[:40]}_{digest}"
+
+
+def _decode(value: Any) -> Any:
+    if value is None or not isinstance(value, str):
+        return value
+    return json.loads(value)
+
+
+def _label(relation_type: str) -> sql.Identifier:
+    if relation_type not in RELATIONS:  # the vocabulary folded it already; belt and braces
+        raise ValueError(f"not a relation type: {relation_type!r}")
+    return sql.Identifier(relation_type)
+
+
+class AGEGraphStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._ready: set[str] = set()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ plumbing
+
+    def _run(
+        self,
+        conn: Connection,
+        tenant: str,
+        query: str,
+        params: dict[str, Any],
+        columns: Sequence[str] = ("r",),
+        *,
+        label: str | None = None,
+    ) -> list[tuple[Any, ...]]:
+        graph = graph_name(tenant)
+        assert _GRAPH_NAME.match(graph)
+        cypher_text = query if label is None else query.replace("<LABEL>", label)
+        if label is not None:
+            _label(label)
+        # AGE wants the query as a dollar-quoted constant; the text is ours, never a caller's.
+        assert "$cypher$" not in cypher_text and "%" not in cypher_text
+        statement = sql.SQL(
+            "SELECT * FROM ag_catalog.cypher({graph}, $cypher${query}$cypher$, "
+            "%s::ag_catalog.agtype) AS ({cols})"
+        ).format(
+            graph=sql.Literal(graph),
+            query=sql.SQL(cypher_text),
+            cols=sql.SQL(", ").join(
+                sql.SQL("{} ag_catalog.agtype").format(sql.Identifier(column)) for column in columns
+            ),
+        )
+        rows = conn.execute(statement, (json.dumps(params),)).fetchall()
+        return [tuple(_decode(value) for value in row) for row in rows]
+
+    # ------------------------------------------------------------ provisioning
+
+    def exists(self, conn: Connection, tenant: str) -> bool:
+        if tenant in self._ready:
+            return True
+        row = conn.execute("SELECT 1 FROM graphs WHERE tenant_id = %s", (tenant,)).fetchone()
+        return row is not None
+
+    def ensure(self, tenant: str) -> None:
+        """Create the graph, its labels, indexes and grants once; safe under concurrency."""
+        if tenant in self._ready:
+            return
+        capabilities = self.db.capabilities
+        if capabilities is None or not capabilities.age:
+            raise CapabilityMissing(
+                "the knowledge graph needs the Apache AGE extension, which this Postgres "
+                "does not have: install AGE (https://age.apache.org) and run `elephant "
+                "migrate`, or use the embedded server, which includes it"
+            )
+        with self._lock, self.db.admin_connection() as conn, conn.transaction():
+            _provision(conn, tenant, self.db.settings.database.app_role)
+            self._ready.add(tenant)
+
+    # ------------------------------------------------------------ entities
+
+    def entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, Entity]:
+        if not keys:
+            return {}
+        rows = self._run(
+            conn,
+            tenant,
+            "UNWIND $keys AS k MATCH (e:Entity {key: k}) RETURN properties(e)",
+            {"keys": list(dict.fromkeys(keys))},
+        )
+        found = [_entity(row[0]) for row in rows]
+        return {entity.key: entity for entity in found}
+
+    def create_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
+        if entities:
+            self._run(
+                conn,
+                tenant,
+                "UNWIND $rows AS row CREATE (e:Entity) SET e = row",
+                {"rows": [entity.properties() for entity in entities]},
+            )
+
+    def update_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
+        if entities:
+            self._run(
+                conn,
+                tenant,
+                "UNWIND $rows AS row MATCH (e:Entity {key: row.key}) SET e = row",
+                {"rows": [entity.properties() for entity in entities]},
+            )
+
+    def delete_entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
+        existing = self.entities(conn, tenant, keys)
+        if existing:
+            self._run(
+                conn,
+                tenant,
+                "UNWIND $keys AS k MATCH (e:Entity {key: k}) DETACH DELETE e",
+                {"keys": list(existing)},
+            )
+        return len(existing)
+
+    def find(
+        self,
+        conn: Connection,
+        tenant: str,
+        text_keys: Sequence[str],
+        *,
+        domain: str | None,
+        role: str | None,
+    ) -> list[Entity]:
+        found: dict[str, Entity] = {}
+        for text in dict.fromkeys(text_keys):
+            rows = self._run(
+                conn,
+                tenant,
+                "MATCH (e:Entity) WHERE (e.key CONTAINS $q OR $q CONTAINS e.key) "
+                "AND ($domain IS NULL OR e.domain = $domain) "
+                "AND ($role IS NULL OR e.role = $role) RETURN properties(e)",
+                {"q": text, "domain": domain, "role": role},
+            )
+            for (props,) in rows:
+                entity = _entity(props)
+                if text in entity.key or _contains_words(text, entity.key):
+                    found[entity.key] = entity
+        return list(found.values())
+
+    def page(
+        self, conn: Connection, tenant: str, offset: int, limit: int
+    ) -> tuple[list[Entity], int]:
+        total_rows = self._run(conn, tenant, "MATCH (e:Entity) RETURN count(e)", {})
+        rows = self._run(
+            conn,
+            tenant,
+            "MATCH (e:Entity) RETURN properties(e) ORDER BY e.key SKIP $offset LIMIT $limit",
+            {"offset": offset, "limit": limit},
+        )
+        return [_entity(row[0]) for row in rows], int(total_rows[0][0])
+
+    # ------------------------------------------------------------ relations
+
+    def relations(
+        self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
+    ) -> list[Relation]:
+        if not keys:
+            return []
+        rows = self._run(
+            conn,
+            tenant,
+            "UNWIND $keys AS k MATCH (a:Entity {key: k})-[r]->(b:Entity) "
+            "WHERE NOT $active OR r.valid_to IS NULL "
+            "RETURN id(r), a.key, label(r), b.key, properties(r) "
+            "UNION ALL "
+            "UNWIND $keys AS k MATCH (a:Entity)-[r]->(b:Entity {key: k}) "
+            "WHERE NOT $active OR r.valid_to IS NULL "
+            "RETURN id(r), a.key, label(r), b.key, properties(r)",
+            {"keys": list(dict.fromkeys(keys)), "active": active_only},
+            ("id", "source", "type", "target", "props"),
+        )
+        seen: set[int] = set()
+        relations = []
+        for edge_id, source, relation_type, target, props in rows:
+            if edge_id in seen:
+                continue
+            seen.add(edge_id)
+            relations.append(Relation(source, relation_type, target, props or {}))
+        return relations
+
+    def create_relations(
+        self, conn: Connection, tenant: str, relations: Sequence[Relation]
+    ) -> None:
+        for relation_type, group in _by_type(relations).items():
+            self._run(
+                conn,
+                tenant,
+                "UNWIND $rows AS row "
+                "MATCH (a:Entity {key: row.s}), (b:Entity {key: row.t}) "
+                "WITH a, b, row.p AS p CREATE (a)-[r:<LABEL>]->(b) SET r = p",
+                {"rows": [{"s": r.source, "t": r.target, "p": r.properties} for r in group]},
+                label=relation_type,
+            )
+
+    def invalidate_relations(
+        self,
+        conn: Connection,
+        tenant: str,
+        triples: Sequence[tuple[str, str, str]],
+        valid_to: str,
+    ) -> int:
+        changed = 0
+        for relation_type, group in _by_type([Relation(s, t, d) for s, t, d in triples]).items():
+            rows = self._run(
+                conn,
+                tenant,
+                "UNWIND $rows AS row "
+                "MATCH (a:Entity {key: row.s})-[r:<LABEL>]->(b:Entity {key: row.t}) "
+                "WHERE r.valid_to IS NULL SET r.valid_to = $valid_to RETURN id(r)",
+                {"rows": [{"s": r.source, "t": r.target} for r in group], "valid_to": valid_to},
+                label=relation_type,
+            )
+            changed += len(rows)
+        return changed
+
+    def delete_relations(
+        self, conn: Connection, tenant: str, triples: Sequence[tuple[str, str, str]]
+    ) -> int:
+        deleted = 0
+        for relation_type, group in _by_type([Relation(s, t, d) for s, t, d in triples]).items():
+            rows = self._run(
+                conn,
+                tenant,
+                "UNWIND $rows AS row "
+                "MATCH (a:Entity {key: row.s})-[r:<LABEL>]->(b:Entity {key: row.t}) "
+                "WITH r, id(r) AS rid DELETE r RETURN rid",
+                {"rows": [{"s": r.source, "t": r.target} for r in group]},
+                label=relation_type,
+            )
+            deleted += len(rows)
+        return deleted
+
+
+def _by_type(relations: Sequence[Relation]) -> dict[str, list[Relation]]:
+    groups: dict[str, list[Relation]] = {}
+    for relation in relations:
+        groups.setdefault(relation.relation_type, []).append(relation)
+    return groups
+
+
+def _entity(props: dict[str, Any]) -> Entity:
+    return Entity(
+        key=str(props["key"]),
+        name=str(props.get("name", props["key"])),
+        role=str(props.get("role", "thing")),
+        domain=str(props.get("domain", "general")),
+        epistemic=str(props.get("epistemic", "unknown")),
+        source=str(props.get("source", "record")),
+        created_at=props.get("created_at"),
+        updated_at=props.get("updated_at"),
+        valid_from=props.get("valid_from"),
+        valid_to=props.get("valid_to"),
+    )
+
+
+def _contains_words(text: str, key: str) -> bool:
+    return len(key) >= 3 and f" {key} " in f" {text} "
+
+
+# ------------------------------------------------------------------ provisioning
+
+
+def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> None:
+    """Graph + Entity label + every relation label + indexes + grants + registry row."""
+    graph = graph_name(tenant)
+    role = sql.Identifier(app_role)
+    schema = sql.Identifier(graph)
+    conn.execute("SET LOCAL search_path = public, ag_catalog")  # AGE's operator classes
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (graph,))
+    conn.execute("SELECT set_config('elephant.tenant_id', %s, true)", (tenant,))
+    conn.execute("INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (tenant,))
+    if (
+        conn.execute("SELECT 1 FROM ag_catalog.ag_graph WHERE name = %s", (graph,)).fetchone()
+        is None
+    ):
+        conn.execute("SELECT ag_catalog.create_graph(%s::name)", (graph,))
+    labels = {
+        row[0]
+        for row in conn.execute(
+            "SELECT l.name FROM ag_catalog.ag_label AS l JOIN ag_catalog.ag_graph AS g "
+            "ON g.graphid = l.graph WHERE g.name = %s",
+            (graph,),
+        )
+    }
+    if ENTITY_LABEL not in labels:
+        conn.execute("SELECT ag_catalog.create_vlabel(%s::cstring, %s::cstring)", (graph, ENTITY_LABEL))
+        table = sql.Identifier(graph, ENTITY_LABEL)
+        conn.execute(sql.SQL("CREATE UNIQUE INDEX ON {} (id)").format(table))
+        conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (properties)").format(table))
+        # One vertex per key, whatever the concurrency.
+        conn.execute(
+            sql.SQL(
+                "CREATE UNIQUE INDEX ON {} (ag_catalog.agtype_access_operator("
+                "VARIADIC ARRAY[properties, '\"key\"'::ag_catalog.agtype]))"
+            ).format(table)
+        )
+    for relation_type in RELATIONS:
+        if relation_type in labels:
+            continue
+        conn.execute("SELECT ag_catalog.create_elabel(%s::cstring, %s::cstring)", (graph, relation_type))
+        table = sql.Identifier(graph, relation_type)
+        conn.execute(sql.SQL("CREATE INDEX ON {} (start_id)").format(table))
+        conn.execute(sql.SQL("CREATE INDEX ON {} (end_id)").format(table))
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA ag_catalog TO {}").format(role))
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, role))
+    conn.execute(
+        sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {} TO {}").format(
+            schema, role
+        )
+    )
+    conn.execute(
+        sql.SQL("GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA {} TO {}").format(
+            schema, role
+        )
+    )
+    conn.execute(
+        "INSERT INTO graphs (tenant_id, graph_name) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        (tenant, graph),
+    )
+    log.info("graph %s ready for tenant %s", graph, tenant)

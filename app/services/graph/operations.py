@@ -1,0 +1,545 @@
+"""Graph writes: record, decisions, revisions, invalidations and deletions.
+
+Every operation validates its whole input first (vocabulary, sizes, that each
+relation's ends exist or are created by the same call), embeds observation
+texts outside the transaction, then writes graph and observation rows in ONE
+tenant transaction: one bad item and nothing is written. Revising never
+deletes: it closes the old observation's validity and links the replacement
+with a `supersedes` edge; only the delete_* operations remove anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from app.db.runtime import Connection
+from app.errors import CapabilityMissing, InvalidInput
+from app.providers.embedder_errors import EmbedderError
+from app.services import queue
+from app.services.graph import vocabulary as vocab
+from app.services.graph.models import (
+    DecisionIn,
+    EntityIn,
+    ObservationIn,
+    ObservationRefs,
+    ObservationsIn,
+    RecordIn,
+    RelationIn,
+    RelationRef,
+    ReviseIn,
+)
+from app.services.graph.store import Entity, GraphStore, Relation, entity_key
+from app.services.runtime import Elephant
+
+BACKFILL_JOB = "embed_memories"
+
+
+def graph_store(elephant: Elephant) -> GraphStore:
+    if not elephant.settings.graph.enabled:
+        raise CapabilityMissing("the knowledge graph is disabled (graph.enabled = false)")
+    return elephant.graph
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat()
+
+
+# ------------------------------------------------------------------ planning
+
+
+@dataclass
+class _EntityPlan:
+    key: str
+    name: str
+    role: str | None
+    domain: str | None
+    epistemic: str | None
+
+
+@dataclass
+class _ObservationPlan:
+    entity: str  # key
+    content: str
+    kind: str
+
+    @property
+    def observation_key(self) -> str:
+        text = " ".join(self.content.casefold().split())
+        return hashlib.sha256(f"{self.entity}\x1f{self.kind}\x1f{text}".encode()).hexdigest()
+
+
+@dataclass
+class _Plan:
+    entities: dict[str, _EntityPlan] = field(default_factory=dict)
+    relations: list[Relation] = field(default_factory=list)
+    observations: list[_ObservationPlan] = field(default_factory=list)
+
+    def referenced(self) -> list[str]:
+        keys = list(self.entities)
+        for relation in self.relations:
+            keys += [relation.source, relation.target]
+        keys += [observation.entity for observation in self.observations]
+        return list(dict.fromkeys(keys))
+
+
+def _observation(item: str | ObservationIn, entity: str) -> _ObservationPlan:
+    if isinstance(item, str):
+        item = ObservationIn(content=item)
+    return _ObservationPlan(entity, item.content, vocab.observation_kind(item.kind))
+
+
+def _plan(elephant: Elephant, request: RecordIn) -> _Plan:
+    domains = elephant.settings.graph.domains
+    plan = _Plan()
+    for index, item in enumerate(request.entities):
+        key = _key(item.name, f"entities[{index}].name")
+        previous = plan.entities.get(key)
+        plan.entities[key] = _EntityPlan(
+            key=key,
+            name=previous.name if previous else item.name,
+            role=vocab.role(item.entity_type) if item.entity_type else _was(previous, "role"),
+            domain=vocab.domain(item.domain, domains) if item.domain else _was(previous, "domain"),
+            epistemic=(
+                vocab.epistemic(item.epistemic) if item.epistemic else _was(previous, "epistemic")
+            ),
+        )
+        plan.observations += [_observation(obs, key) for obs in item.observations]
+    stamp = now_iso()
+    for index, relation in enumerate(request.relations):
+        source = _key(relation.source, f"relations[{index}].source")
+        target = _key(relation.target, f"relations[{index}].target")
+        if source == target:
+            raise InvalidInput(f"relations[{index}]: a relation needs two different entities")
+        plan.relations.append(
+            Relation(
+                source,
+                vocab.relation_type(relation.relation_type),
+                target,
+                {
+                    "valid_from": (
+                        relation.valid_from.isoformat() if relation.valid_from else stamp
+                    ),
+                    "recorded_at": stamp,
+                    "epistemic": vocab.epistemic(relation.epistemic),
+                },
+            )
+        )
+    for index, group in enumerate(request.observations):
+        key = _key(group.entity, f"observations[{index}].entity")
+        plan.observations += [_observation(obs, key) for obs in group.contents]
+    total = len(plan.entities) + len(plan.relations) + len(plan.observations)
+    limit = elephant.settings.graph.max_items
+    if total > limit:
+        raise InvalidInput(
+            f"{total} items in one call; the limit is {limit} (graph.max_items): split the call"
+        )
+    return plan
+
+
+def _was(previous: _EntityPlan | None, attribute: str) -> str | None:
+    """A later mention of the same entity in one call keeps what an earlier one set."""
+    return None if previous is None else getattr(previous, attribute)
+
+
+def _key(name: str, where: str) -> str:
+    key = entity_key(name)
+    if not key:
+        raise InvalidInput(f"{where}: an entity name cannot be empty")
+    return key
+
+
+# ------------------------------------------------------------------ writing
+
+
+def _embed_observations(
+    elephant: Elephant, observations: Sequence[_ObservationPlan], names: dict[str, str]
+) -> list[Any]:
+    """Vectors carry the entity's name, so 'chose pgvector' is found by the decision's name."""
+    if not observations:
+        return []
+    texts = [
+        f"{names.get(o.entity, o.entity)}: {o.content}"
+        if o.kind == "note"
+        else f"{names.get(o.entity, o.entity)} ({o.kind}): {o.content}"
+        for o in observations
+    ]
+    try:
+        return list(elephant.embedder.embed_documents(texts))
+    except EmbedderError:
+        return [None] * len(texts)  # stored without vectors, backfilled by a job
+
+
+def _apply(
+    elephant: Elephant,
+    conn: Connection,
+    tenant: str,
+    plan: _Plan,
+    vectors: Sequence[Any],
+    *,
+    source: str,
+) -> dict[str, Any]:
+    store = elephant.graph
+    existing = store.entities(conn, tenant, plan.referenced())
+    endpoints = {r.source for r in plan.relations} | {r.target for r in plan.relations}
+    endpoints |= {o.entity for o in plan.observations}
+    missing = sorted(key for key in endpoints if key not in existing and key not in plan.entities)
+    if missing:
+        raise InvalidInput(
+            f"unknown entities: {', '.join(missing)}. Create them first (record with "
+            "entities, or create_entities), or add them to the same call; nothing was written",
+            details={"missing": missing},
+        )
+    stamp = now_iso()
+    created, merged = [], []
+    for key, item in plan.entities.items():
+        old = existing.get(key)
+        if old is None:
+            created.append(
+                Entity(
+                    key=key,
+                    name=item.name,
+                    role=item.role or "thing",
+                    domain=item.domain or "general",
+                    epistemic=item.epistemic or vocab.DEFAULT_EPISTEMIC,
+                    source=source,
+                    created_at=stamp,
+                    updated_at=stamp,
+                    valid_from=stamp,
+                )
+            )
+            continue
+        new = replace(
+            old,
+            role=item.role or old.role,
+            domain=item.domain or old.domain,
+            epistemic=item.epistemic or old.epistemic,
+            source=source if source == "record" else old.source,
+        )
+        if new != old:
+            merged.append(replace(new, updated_at=stamp))
+        else:
+            merged.append(old)
+    store.create_entities(conn, tenant, created)
+    store.update_entities(conn, tenant, [e for e in merged if e.updated_at == stamp])
+    names = {**{k: e.name for k, e in existing.items()}, **{e.key: e.name for e in created}}
+
+    active = {r.triple for r in store.relations(conn, tenant, sorted(endpoints), active_only=True)}
+    new_relations, seen = [], set(active)
+    for relation in plan.relations:
+        if relation.triple not in seen:
+            seen.add(relation.triple)
+            new_relations.append(
+                replace(relation, properties={**relation.properties, "source": source})
+            )
+    store.create_relations(conn, tenant, new_relations)
+
+    added = insert_observations(conn, tenant, plan.observations, vectors, names, source=source)
+    if any(vector is None for vector in vectors):
+        queue.enqueue(
+            conn,
+            tenant,
+            BACKFILL_JOB,
+            {"reason": "graph observations"},
+            max_attempts=elephant.settings.worker.max_attempts,
+        )
+    return {
+        "entities_created": [e.name for e in created],
+        "entities_merged": [e.name for e in merged],
+        "relations_created": len(new_relations),
+        "relations_existing": len(plan.relations) - len(new_relations),
+        "observations_added": len(added),
+        "observations_duplicate": len(plan.observations) - len(added),
+        "observation_ids": added,
+    }
+
+
+def insert_observations(
+    conn: Connection,
+    tenant: str,
+    observations: Sequence[_ObservationPlan],
+    vectors: Sequence[Any],
+    names: dict[str, str],
+    *,
+    source: str,
+) -> list[str]:
+    """Observation facts plus their `about` links; an active duplicate is skipped."""
+    added: list[str] = []
+    if not observations:
+        return added
+    stamp = datetime.now(UTC)
+    with conn.cursor() as cursor:
+        cursor.executemany(
+            "INSERT INTO facts (tenant_id, subject, text, embedding, fact_type, confidence, "
+            "entities, valid_from, source, observation_kind, observation_key) "
+            "VALUES (%s, %s, %s, %s, 'world', 1.0, %s, %s, %s, %s, %s) "
+            "ON CONFLICT (tenant_id, observation_key) "
+            "WHERE status = 'active' AND observation_key IS NOT NULL DO NOTHING RETURNING id",
+            [
+                (
+                    tenant,
+                    names.get(o.entity, o.entity),
+                    o.content,
+                    vector,
+                    json.dumps([{"name": names.get(o.entity, o.entity), "key": o.entity}]),
+                    stamp,
+                    f"graph:{source}",
+                    o.kind,
+                    o.observation_key,
+                )
+                for o, vector in zip(observations, vectors, strict=True)
+            ],
+            returning=True,
+        )
+        links = []
+        for observation in observations:
+            row = cursor.fetchone()
+            if row is not None:
+                added.append(str(row[0]))
+                links.append((tenant, row[0], observation.entity))
+            cursor.nextset()
+        cursor.executemany(
+            "INSERT INTO fact_entities (tenant_id, fact_id, entity_key, link) "
+            "VALUES (%s, %s, %s, 'about') ON CONFLICT DO NOTHING",
+            links,
+        )
+    return added
+
+
+def _write(elephant: Elephant, tenant: str, plan: _Plan, *, source: str) -> dict[str, Any]:
+    store = graph_store(elephant)
+    names = {key: item.name for key, item in plan.entities.items()}
+    vectors = _embed_observations(elephant, plan.observations, names)
+    store.ensure(tenant)
+    with elephant.db.tenant(tenant) as conn:
+        return _apply(elephant, conn, tenant, plan, vectors, source=source)
+
+
+# ------------------------------------------------------------------ public operations
+
+
+def record(elephant: Elephant, tenant: str, request: RecordIn) -> dict[str, Any]:
+    """Entities, relations and observations in one call, all or nothing."""
+    return _write(elephant, tenant, _plan(elephant, request), source="record")
+
+
+def create_entities(elephant: Elephant, tenant: str, entities: list[EntityIn]) -> dict[str, Any]:
+    return record(elephant, tenant, RecordIn(entities=entities))
+
+
+def create_relations(
+    elephant: Elephant, tenant: str, relations: list[RelationIn]
+) -> dict[str, Any]:
+    return record(elephant, tenant, RecordIn(relations=relations))
+
+
+def add_observations(
+    elephant: Elephant, tenant: str, observations: list[ObservationsIn]
+) -> dict[str, Any]:
+    return record(elephant, tenant, RecordIn(observations=observations))
+
+
+def record_decision(elephant: Elephant, tenant: str, decision: DecisionIn) -> dict[str, Any]:
+    """The decision, its reason and every rejected alternative as separate observations."""
+    observations: list[str | ObservationIn] = [
+        ObservationIn(content=decision.decided, kind="decided"),
+        ObservationIn(content=decision.because, kind="because"),
+        *(ObservationIn(content=item, kind="rejected") for item in decision.rejected),
+    ]
+    request = RecordIn(
+        entities=[
+            EntityIn(
+                name=decision.name,
+                entity_type="decision",
+                domain=decision.domain,
+                epistemic=decision.epistemic,
+                observations=observations,
+            )
+        ]
+    )
+    plan = _plan(elephant, request)
+    if decision.supersedes is None:
+        return _write(elephant, tenant, plan, source="record")
+    revision = ReviseIn(
+        entity=decision.supersedes,
+        superseded_by=decision.name,
+        reason=f"superseded by the decision {decision.name!r}",
+    )
+    return _revise(elephant, tenant, revision, plan)
+
+
+def revise(elephant: Elephant, tenant: str, request: ReviseIn) -> dict[str, Any]:
+    """Invalidate what is no longer true and link its replacement, in one transaction."""
+    plan = _Plan()
+    if request.superseding_entity is not None:
+        if entity_key(request.superseding_entity.name) != entity_key(request.superseded_by):
+            raise InvalidInput(
+                "superseding_entity.name must be the entity named in superseded_by "
+                f"({request.superseded_by!r})"
+            )
+        plan = _plan(elephant, RecordIn(entities=[request.superseding_entity]))
+    return _revise(elephant, tenant, request, plan)
+
+
+def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> dict[str, Any]:
+    old = _key(request.entity, "entity")
+    new = _key(request.superseded_by, "superseded_by")
+    if old == new:
+        raise InvalidInput("an entity cannot supersede itself: name a different superseded_by")
+    stamp = now_iso()
+    plan.relations.append(
+        Relation(new, "supersedes", old, {"valid_from": stamp, "recorded_at": stamp,
+                                          "epistemic": "assertion"})
+    )  # fmt: skip
+    store = graph_store(elephant)
+    names = {key: item.name for key, item in plan.entities.items()}
+    vectors = _embed_observations(elephant, plan.observations, names)
+    store.ensure(tenant)
+    with elephant.db.tenant(tenant) as conn:
+        if not store.entities(conn, tenant, [old]):
+            raise InvalidInput(f"entity {request.entity!r} does not exist: nothing to revise")
+        result = _apply(elephant, conn, tenant, plan, vectors, source="record")
+        if request.observations:
+            ids = _match_observations(conn, old, request.entity, request.observations)
+        else:
+            ids = [row["id"] for row in active_observations(conn, [old])[old]]
+            entity = store.entities(conn, tenant, [old])[old]
+            store.update_entities(conn, tenant, [replace(entity, valid_to=stamp, updated_at=stamp)])
+        closed = _close_facts(
+            conn, ids, status="superseded", reason=request.reason, by_entity=request.superseded_by
+        )
+    return {**result, "revised": request.entity, "superseded_by": request.superseded_by,
+            "observations_invalidated": closed}  # fmt: skip
+
+
+def invalidate_observations(
+    elephant: Elephant, tenant: str, items: list[ObservationRefs], reason: str | None = None
+) -> dict[str, Any]:
+    """No longer true: validity closed, row kept (search hides it unless include_expired)."""
+    closed = 0
+    with elephant.db.tenant(tenant) as conn:
+        for item in items:
+            ids = _match_observations(
+                conn, _key(item.entity, "entity"), item.entity, item.observations
+            )
+            closed += _close_facts(conn, ids, status="retracted", reason=reason, by_entity=None)
+    return {"observations_invalidated": closed}
+
+
+def delete_observations(
+    elephant: Elephant, tenant: str, items: list[ObservationRefs]
+) -> dict[str, Any]:
+    """Removes the rows (for mistakes and erasure); prefer invalidate_observations."""
+    deleted = 0
+    with elephant.db.tenant(tenant) as conn:
+        for item in items:
+            ids = _match_observations(
+                conn, _key(item.entity, "entity"), item.entity, item.observations
+            )
+            deleted += conn.execute("DELETE FROM facts WHERE id = ANY(%s)", (ids,)).rowcount
+    return {"observations_deleted": deleted}
+
+
+def delete_entities(elephant: Elephant, tenant: str, names: list[str]) -> dict[str, Any]:
+    """Entity, its relations and its observations go; facts that merely mention it stay."""
+    store = graph_store(elephant)
+    keys = [_key(name, "names") for name in names]
+    if not store_exists(elephant, tenant):
+        return {"entities_deleted": 0, "missing": names}
+    with elephant.db.tenant(tenant) as conn:
+        found = store.entities(conn, tenant, keys)
+        conn.execute(
+            "DELETE FROM facts WHERE observation_kind IS NOT NULL AND id IN "
+            "(SELECT fact_id FROM fact_entities WHERE entity_key = ANY(%s) AND link = 'about')",
+            (list(found),),
+        )
+        conn.execute("DELETE FROM fact_entities WHERE entity_key = ANY(%s)", (list(found),))
+        deleted = store.delete_entities(conn, tenant, list(found))
+    missing = [name for name, key in zip(names, keys, strict=True) if key not in found]
+    return {"entities_deleted": deleted, "missing": missing}
+
+
+def delete_relations(
+    elephant: Elephant, tenant: str, relations: list[RelationRef]
+) -> dict[str, Any]:
+    store = graph_store(elephant)
+    triples = [
+        (_key(r.source, "source"), vocab.relation_type(r.relation_type), _key(r.target, "target"))
+        for r in relations
+    ]
+    if not store_exists(elephant, tenant):
+        return {"relations_deleted": 0}
+    with elephant.db.tenant(tenant) as conn:
+        deleted = store.delete_relations(conn, tenant, triples)
+    return {"relations_deleted": deleted}
+
+
+def store_exists(elephant: Elephant, tenant: str) -> bool:
+    store = graph_store(elephant)
+    with elephant.db.tenant(tenant) as conn:
+        return store.exists(conn, tenant)
+
+
+# ------------------------------------------------------------------ observation rows
+
+
+def active_observations(conn: Connection, keys: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+    rows = conn.execute(
+        "SELECT fe.entity_key, f.id, f.text, coalesce(f.observation_kind, 'note'), f.source, "
+        "f.valid_from, f.recorded_at FROM fact_entities AS fe JOIN facts AS f ON f.id = fe.fact_id "
+        "WHERE fe.entity_key = ANY(%s) AND fe.link = 'about' AND f.status = 'active' "
+        "ORDER BY fe.entity_key, f.recorded_at, f.id",
+        (list(keys),),
+    ).fetchall()
+    found: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
+    for key, fact_id, text, kind, source, valid_from, recorded_at in rows:
+        found[key].append(
+            {
+                "id": str(fact_id),
+                "content": text,
+                "kind": kind,
+                "source": source,
+                "valid_from": valid_from.isoformat() if valid_from else None,
+                "recorded_at": recorded_at.isoformat(),
+            }
+        )
+    return found
+
+
+def _match_observations(conn: Connection, key: str, name: str, wanted: Sequence[str]) -> list[str]:
+    active = active_observations(conn, [key])[key]
+    by_text = {" ".join(o["content"].casefold().split()): o["id"] for o in active}
+    by_id = {o["id"] for o in active}
+    ids, unknown = [], []
+    for item in wanted:
+        if item in by_id:
+            ids.append(item)
+        elif (found := by_text.get(" ".join(item.casefold().split()))) is not None:
+            ids.append(found)
+        else:
+            unknown.append(item)
+    if unknown:
+        listed = "; ".join(o["content"][:80] for o in active[:10]) or "none"
+        raise InvalidInput(
+            f"{name!r} has no active observation {unknown[0]!r}: name one of its active "
+            f"observations by text or id (active: {listed}); nothing was changed",
+            details={"unknown": unknown},
+        )
+    return ids
+
+
+def _close_facts(
+    conn: Connection, ids: Sequence[str], *, status: str, reason: str | None, by_entity: str | None
+) -> int:
+    if not ids:
+        return 0
+    note = {k: v for k, v in {"reason": reason, "superseded_by_entity": by_entity}.items() if v}
+    return conn.execute(
+        "UPDATE facts SET status = %s, valid_to = greatest(now(), valid_from), expired_at = now(), "
+        "metadata = metadata || %s::jsonb WHERE id = ANY(%s) AND status = 'active'",
+        (status, json.dumps(note), list(ids)),
+    ).rowcount

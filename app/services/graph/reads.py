@@ -1,0 +1,256 @@
+"""Graph reads, each bounded: search_nodes, open_nodes, read_graph and the neighbourhood view.
+
+Every answer says how much it left out (total_matched, truncated, relations_total)
+so an agent knows when to page or narrow instead of assuming it saw everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.db.runtime import Connection
+from app.errors import InvalidInput
+from app.services.graph import vocabulary as vocab
+from app.services.graph.operations import active_observations, graph_store
+from app.services.graph.store import Entity, GraphStore, Relation, entity_key
+from app.services.runtime import Elephant
+
+MAX_LIMIT = 200
+MAX_HOPS = 3
+
+
+def _relation_dict(relation: Relation, names: dict[str, str]) -> dict[str, Any]:
+    props = relation.properties
+    return {
+        "source": names.get(relation.source, relation.source),
+        "relation_type": relation.relation_type,
+        "target": names.get(relation.target, relation.target),
+        "valid_from": props.get("valid_from"),
+        "valid_to": props.get("valid_to"),
+        "epistemic": props.get("epistemic", vocab.DEFAULT_EPISTEMIC),
+    }
+
+
+def _bounded(value: int, name: str, low: int, high: int) -> int:
+    if not low <= value <= high:
+        raise InvalidInput(f"{name} must be between {low} and {high}, got {value}")
+    return value
+
+
+def _names(
+    store: GraphStore, conn: Connection, tenant: str, relations: Sequence[Relation]
+) -> dict[str, str]:
+    keys = {r.source for r in relations} | {r.target for r in relations}
+    return {key: entity.name for key, entity in store.entities(conn, tenant, sorted(keys)).items()}
+
+
+def _nodes(
+    store: GraphStore,
+    conn: Connection,
+    tenant: str,
+    entities: Sequence[Entity],
+    *,
+    max_relations: int,
+    max_observations: int,
+) -> list[dict[str, Any]]:
+    keys = [entity.key for entity in entities]
+    observations = active_observations(conn, keys)
+    relations = store.relations(conn, tenant, keys, active_only=True)
+    names = _names(store, conn, tenant, relations)
+    nodes = []
+    for entity in entities:
+        own = [r for r in relations if entity.key in (r.source, r.target)]
+        notes = observations.get(entity.key, [])
+        nodes.append(
+            {
+                **entity.to_dict(),
+                "observations": notes[:max_observations],
+                "observations_total": len(notes),
+                "relations": [_relation_dict(r, names) for r in own[:max_relations]],
+                "relations_total": len(own),
+                "relations_truncated": len(own) > max_relations,
+            }
+        )
+    return nodes
+
+
+def open_nodes(
+    elephant: Elephant,
+    tenant: str,
+    names: Sequence[str],
+    *,
+    max_relations: int = 50,
+    max_observations: int = 100,
+) -> dict[str, Any]:
+    """Named entities with their active observations and relations; unknown names listed."""
+    if not names:
+        raise InvalidInput("names: give at least one entity name")
+    _bounded(len(names), "number of names", 1, MAX_LIMIT)
+    store = graph_store(elephant)
+    keys = [entity_key(name) for name in names]
+    with elephant.db.tenant(tenant) as conn:
+        if not store.exists(conn, tenant):
+            return {"entities": [], "missing": list(names)}
+        found = store.entities(conn, tenant, keys)
+        ordered = [found[key] for key in dict.fromkeys(keys) if key in found]
+        nodes = _nodes(
+            store, conn, tenant, ordered, max_relations=max_relations,
+            max_observations=max_observations,
+        )  # fmt: skip
+    missing = [name for name, key in zip(names, keys, strict=True) if key not in found]
+    return {"entities": nodes, "missing": missing}
+
+
+def search_nodes(
+    elephant: Elephant,
+    tenant: str,
+    query: str,
+    *,
+    domain: str | None = None,
+    entity_type: str | None = None,
+    limit: int = 10,
+    max_relations: int = 10,
+) -> dict[str, Any]:
+    """Entities whose name matches the query, then entities whose observations match it."""
+    text = entity_key(query)
+    if not text:
+        raise InvalidInput("query: give some text to search for")
+    _bounded(limit, "limit", 1, MAX_LIMIT)
+    _bounded(max_relations, "max_relations", 0, 500)
+    store = graph_store(elephant)
+    role = vocab.role(entity_type) if entity_type else None
+    domain_name = vocab.domain(domain, elephant.settings.graph.domains) if domain else None
+    vector = elephant.embedder.embed_queries([query])[0]
+    with elephant.db.tenant(tenant) as conn:
+        if not store.exists(conn, tenant):
+            return {"query": query, "entities": [], "total_matched": 0, "truncated": False}
+        by_name = store.find(conn, tenant, [text], domain=domain_name, role=role)
+        by_name.sort(key=lambda e: (e.key != text, not e.key.startswith(text), e.key))
+        by_observation = _observation_matches(conn, vector)
+        extra = store.entities(
+            conn, tenant, [k for k in by_observation if k not in {e.key for e in by_name}]
+        )
+        ranked = by_name + [
+            extra[key] for key in by_observation
+            if key in extra
+            and (domain_name is None or extra[key].domain == domain_name)
+            and (role is None or extra[key].role == role)
+        ]  # fmt: skip
+        page = ranked[:limit]
+        nodes = _nodes(store, conn, tenant, page, max_relations=max_relations, max_observations=5)
+    return {
+        "query": query,
+        "entities": nodes,
+        "total_matched": len(ranked),
+        "truncated": len(ranked) > limit,
+    }
+
+
+def _observation_matches(conn: Connection, vector: Any, pool: int = 50) -> list[str]:
+    """Entity keys whose facts are nearest the query, nearest first (a bounded pool)."""
+    rows = conn.execute(
+        "SELECT fe.entity_key, min(n.distance) AS d FROM ("
+        "  SELECT f.id, f.embedding <=> %s AS distance FROM facts AS f"
+        "   WHERE f.status = 'active' ORDER BY f.embedding <=> %s LIMIT %s) AS n"
+        " JOIN fact_entities AS fe ON fe.fact_id = n.id"
+        " WHERE n.distance < 0.6 GROUP BY fe.entity_key ORDER BY d",
+        (vector, vector, pool),
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def read_graph(
+    elephant: Elephant,
+    tenant: str,
+    *,
+    offset: int = 0,
+    limit: int = 50,
+    summary: bool = True,
+) -> dict[str, Any]:
+    """One page of entities in name order; summary drops observations and relation lists."""
+    _bounded(offset, "offset", 0, 10_000_000)
+    _bounded(limit, "limit", 1, MAX_LIMIT)
+    store = graph_store(elephant)
+    with elephant.db.tenant(tenant) as conn:
+        if not store.exists(conn, tenant):
+            return {"entities": [], "total": 0, "offset": offset, "limit": limit,
+                    "next_offset": None}  # fmt: skip
+        entities, total = store.page(conn, tenant, offset, limit)
+        if summary:
+            counts = _observation_counts(conn, [e.key for e in entities])
+            relations = store.relations(conn, tenant, [e.key for e in entities], active_only=True)
+            items: list[dict[str, Any]] = [
+                {
+                    "name": e.name,
+                    "entity_type": e.role,
+                    "domain": e.domain,
+                    "epistemic": e.epistemic,
+                    "observations": counts.get(e.key, 0),
+                    "relations": sum(e.key in (r.source, r.target) for r in relations),
+                }
+                for e in entities
+            ]
+        else:
+            items = _nodes(store, conn, tenant, entities, max_relations=50, max_observations=50)
+    end = offset + len(entities)
+    return {
+        "entities": items,
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+        "next_offset": end if end < total else None,
+    }
+
+
+def _observation_counts(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT fe.entity_key, count(*) FROM fact_entities AS fe JOIN facts AS f "
+        "ON f.id = fe.fact_id WHERE fe.entity_key = ANY(%s) AND fe.link = 'about' "
+        "AND f.status = 'active' GROUP BY fe.entity_key",
+        (list(keys),),
+    ).fetchall()
+    return {key: int(count) for key, count in rows}
+
+
+def neighbourhood(
+    elephant: Elephant, tenant: str, query: str | None, *, limit: int = 50, hops: int = 1
+) -> dict[str, Any]:
+    """Nodes and edges around the entities a query names, breadth first up to `hops`."""
+    _bounded(hops, "hops", 1, MAX_HOPS)
+    _bounded(limit, "limit", 1, MAX_LIMIT)
+    store = graph_store(elephant)
+    with elephant.db.tenant(tenant) as conn:
+        if not store.exists(conn, tenant):
+            return {"nodes": [], "edges": [], "truncated": False}
+        if query and entity_key(query):
+            seeds = store.find(conn, tenant, [entity_key(query)], domain=None, role=None)
+        else:
+            seeds, _ = store.page(conn, tenant, 0, limit)
+        nodes: dict[str, Entity] = {e.key: e for e in seeds[:limit]}
+        edges: dict[tuple[str, str, str], Relation] = {}
+        frontier = list(nodes)
+        truncated = len(seeds) > limit
+        for _ in range(hops):
+            if not frontier:
+                break
+            found = store.relations(conn, tenant, frontier, active_only=True)
+            new_keys = []
+            for relation in found:
+                for key in (relation.source, relation.target):
+                    if key not in nodes and key not in new_keys:
+                        new_keys.append(key)
+            room = limit - len(nodes)
+            truncated = truncated or len(new_keys) > room
+            new_keys = new_keys[: max(room, 0)]
+            nodes.update(store.entities(conn, tenant, new_keys))
+            for relation in found:
+                if relation.source in nodes and relation.target in nodes:
+                    edges[relation.triple] = relation
+            frontier = new_keys
+    names = {key: entity.name for key, entity in nodes.items()}
+    return {
+        "nodes": [entity.to_dict() for entity in nodes.values()],
+        "edges": [_relation_dict(relation, names) for relation in edges.values()],
+        "truncated": truncated,
+    }

@@ -1,0 +1,125 @@
+"""What the graph services need from a graph backend, and the shapes they exchange.
+
+Apache AGE is the implementation today (`app.services.graph.age`); a relational
+one for Postgres services without AGE can implement the same protocol. Every
+method works inside the caller's tenant transaction, so graph writes commit or
+roll back together with the observation rows in `facts`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from app.db.runtime import Connection
+
+
+@dataclass(frozen=True)
+class Entity:
+    key: str
+    name: str
+    role: str
+    domain: str
+    epistemic: str
+    source: str = "record"
+    created_at: str | None = None
+    updated_at: str | None = None
+    valid_from: str | None = None
+    valid_to: str | None = None
+
+    def properties(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "entity_type": self.role,
+            "domain": self.domain,
+            "epistemic": self.epistemic,
+            "source": self.source,
+            "valid_from": self.valid_from,
+            "valid_to": self.valid_to,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+
+
+@dataclass(frozen=True)
+class Relation:
+    source: str  # entity keys
+    relation_type: str
+    target: str
+    properties: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def triple(self) -> tuple[str, str, str]:
+        return (self.source, self.relation_type, self.target)
+
+    @property
+    def active(self) -> bool:
+        return self.properties.get("valid_to") is None
+
+
+class GraphStore(Protocol):
+    """Entities (by normalised key) and typed, time-bounded relations of one tenant."""
+
+    def ensure(self, tenant: str) -> None:
+        """Create the tenant's graph if it does not exist (outside any tenant transaction)."""
+
+    def exists(self, conn: Connection, tenant: str) -> bool: ...
+
+    def entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, Entity]: ...
+
+    def create_entities(
+        self, conn: Connection, tenant: str, entities: Sequence[Entity]
+    ) -> None: ...
+
+    def update_entities(
+        self, conn: Connection, tenant: str, entities: Sequence[Entity]
+    ) -> None: ...
+
+    def delete_entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int: ...
+
+    def relations(
+        self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
+    ) -> list[Relation]:
+        """Every relation touching one of the keys, both directions."""
+        ...
+
+    def create_relations(
+        self, conn: Connection, tenant: str, relations: Sequence[Relation]
+    ) -> None: ...
+
+    def invalidate_relations(
+        self,
+        conn: Connection,
+        tenant: str,
+        triples: Sequence[tuple[str, str, str]],
+        valid_to: str,
+    ) -> int: ...
+
+    def delete_relations(
+        self, conn: Connection, tenant: str, triples: Sequence[tuple[str, str, str]]
+    ) -> int: ...
+
+    def find(
+        self,
+        conn: Connection,
+        tenant: str,
+        text_keys: Sequence[str],
+        *,
+        domain: str | None,
+        role: str | None,
+    ) -> list[Entity]:
+        """Entities whose key contains one of text_keys, or is contained in one."""
+        ...
+
+    def page(
+        self, conn: Connection, tenant: str, offset: int, limit: int
+    ) -> tuple[list[Entity], int]: ...
+
+
+def entity_key(name: str) -> str:
+    """Case and runs of spaces do not distinguish two entity names."""
+    return " ".join(name.casefold().split())
