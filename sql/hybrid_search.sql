@@ -5,6 +5,9 @@
 --   facts    dense   facts by cosine distance, HNSW
 --   keyword  lexical memories and facts by BM25 (pg_textsearch) or tsvector rank;
 --            the lane is spliced in from keyword_bm25.sql or keyword_tsvector.sql
+--   graph    facts linked (fact_entities) to the entities the question names and
+--            their 1-hop neighbours, nearest first per entity, round robin over
+--            entities (first variant only); the caller looks the entities up first
 -- Fusion: score = sum over lanes and variants of
 --     lane_weight * variant_weight / (rrf_k + rank)
 -- plus an optional recency prior. Each hit reports its best rank in every lane.
@@ -12,9 +15,10 @@
 -- Parameters
 --   vectors vector[] (sent binary), texts text[]   one entry per query variant
 --   windows, facts, keyword int              lane sizes (0 switches a lane off)
+--   graph int, graph_keys text[]             graph lane size, entity keys
 --   rrf_k int, result_limit int
 --   variant_weights float8[]                 one per variant (the question itself: 1)
---   windows_weight, facts_weight, keyword_weight float8
+--   windows_weight, facts_weight, keyword_weight, graph_weight float8
 --   sources text[] | NULL                    only these sources
 --   memory_kinds text[] | NULL               window / note (facts: facts lane size 0)
 --   created_after, created_before timestamptz | NULL
@@ -78,24 +82,75 @@ fact_lane AS (
 keyword_lane AS (
 {keyword_lane}
 ),
+graph_facts AS MATERIALIZED (
+    -- Materialized: the linked facts are found through the entity index, then
+    -- ranked; never an HNSW walk filtered down to them.
+    SELECT fe.entity_key, f.id, f.embedding
+    FROM fact_entities AS fe
+    JOIN facts AS f ON f.id = fe.fact_id
+    WHERE %(graph)s > 0
+      AND fe.entity_key = ANY (%(graph_keys)s::text[])
+      AND f.embedding IS NOT NULL
+      AND (%(sources)s::text[] IS NULL OR f.source = ANY (%(sources)s::text[]))
+      AND (%(created_after)s::timestamptz IS NULL OR f.created_at >= %(created_after)s)
+      AND (%(created_before)s::timestamptz IS NULL OR f.created_at < %(created_before)s)
+      AND (%(event_after)s::timestamptz IS NULL OR f.valid_from >= %(event_after)s)
+      AND (%(event_before)s::timestamptz IS NULL OR f.valid_from < %(event_before)s)
+      AND (CASE
+             WHEN %(as_of)s::timestamptz IS NOT NULL THEN
+                  f.status <> 'retracted'
+              AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
+              AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)
+             WHEN %(include_expired)s THEN true
+             ELSE f.status = 'active' AND f.expired_at IS NULL
+           END)
+    LIMIT 5000
+),
+graph_lane AS (
+    -- Round robin over entities: every entity's nearest fact, then every entity's
+    -- second nearest, ... so a neighbour is not drowned by the named entity's facts.
+    SELECT 1::bigint AS variant, per_fact.id,
+           row_number() OVER (ORDER BY per_fact.entity_rank, per_fact.distance) AS rank
+    FROM (
+        SELECT per_entity.id, min(per_entity.entity_rank) AS entity_rank,
+               min(per_entity.distance) AS distance
+        FROM (
+            SELECT d.id, d.distance,
+                   row_number() OVER (PARTITION BY d.entity_key ORDER BY d.distance) AS entity_rank
+            FROM (
+                SELECT g.entity_key, g.id, g.embedding <=> q.embedding AS distance
+                FROM graph_facts AS g
+                CROSS JOIN q
+                WHERE q.variant = 1
+            ) AS d
+        ) AS per_entity
+        GROUP BY per_entity.id
+    ) AS per_fact
+    ORDER BY per_fact.entity_rank, per_fact.distance
+    LIMIT %(graph)s
+),
 lanes AS (
     SELECT 'memory'::text AS item, id, variant, 'windows'::text AS lane, rank FROM window_lane
     UNION ALL
     SELECT 'fact', id, variant, 'facts', rank FROM fact_lane
     UNION ALL
     SELECT item, id, variant, 'keyword', rank FROM keyword_lane
+    UNION ALL
+    SELECT 'fact', id, variant, 'graph', rank FROM graph_lane
 ),
 fused AS (
     SELECT item,
            id,
            sum(CASE lane WHEN 'windows' THEN %(windows_weight)s::float8
                          WHEN 'facts' THEN %(facts_weight)s::float8
+                         WHEN 'graph' THEN %(graph_weight)s::float8
                          ELSE %(keyword_weight)s::float8 END
                * (%(variant_weights)s::float8[])[variant]
                / (%(rrf_k)s + rank))                      AS rrf,
            min(rank) FILTER (WHERE lane = 'windows')      AS windows_rank,
            min(rank) FILTER (WHERE lane = 'facts')        AS facts_rank,
            min(rank) FILTER (WHERE lane = 'keyword')      AS keyword_rank,
+           min(rank) FILTER (WHERE lane = 'graph')        AS graph_rank,
            array_agg(DISTINCT variant)                    AS variants
     FROM lanes
     GROUP BY item, id
@@ -125,7 +180,8 @@ hits AS (
 )
 SELECT kind, id, text, source, created_at, event_at, valid_to, subject, fact_status,
        memory_id, source_turn_ids, importance,
-       rrf + prior AS score, rrf, prior, windows_rank, facts_rank, keyword_rank, variants
+       rrf + prior AS score, rrf, prior, windows_rank, facts_rank, keyword_rank, graph_rank,
+       variants
 FROM hits
 ORDER BY score DESC, id
 LIMIT %(result_limit)s

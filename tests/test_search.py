@@ -139,7 +139,7 @@ def test_keyword_lane_with_bm25_and_with_tsvector(seeded: Elephant, settings: Se
     bm25 = search(seeded, T, SearchRequest(query="zymurgy", lanes=lanes, explain=True))
     assert bm25.explain is not None and bm25.explain["keyword_engine"] == "bm25"
     assert bm25.hits and "zymurgy" in bm25.hits[0].text
-    assert bm25.hits[0].ranks == {"windows": None, "facts": None, "keyword": 1}
+    assert bm25.hits[0].ranks == {"windows": None, "facts": None, "keyword": 1, "graph": None}
     fallback_settings = settings.model_copy(
         update={"search": settings.search.model_copy(update={"keyword_engine": "tsvector"})}
     )
@@ -173,7 +173,9 @@ def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
         "facts": 15,
         "keyword_memories": 10,
         "keyword_facts": 10,
+        "graph": 15,  # Biscuit is an entity of the seeded facts
     }
+    assert "biscuit" in result.explain["graph"]["named"]
     assert result.explain["recency_prior"]["on"] is True
     assert all(hit.prior > 0 for hit in result.hits)
     body = result.to_dict()

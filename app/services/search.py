@@ -25,6 +25,7 @@ from app.prompts import paraphrase as paraphrase_prompt
 from app.providers.llm import LLMError
 from app.providers.reranker import RerankerError
 from app.services.expansion import expand, keyword_text
+from app.services.graph.linking import lane_entities
 from app.services.inputs import parse_when
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
@@ -68,6 +69,7 @@ class LaneSizes(_Input):
     windows: int | None = Field(None, ge=0, le=1000)
     facts: int | None = Field(None, ge=0, le=1000)
     keyword: int | None = Field(None, ge=0, le=1000)
+    graph: int | None = Field(None, ge=0, le=1000)
 
 
 class SearchRequest(_Input):
@@ -180,7 +182,7 @@ def _paraphrases(elephant: Elephant, conn: Connection, tenant: str, query: str) 
     return result.value.paraphrases
 
 
-LANE_KEYS = ("windows", "facts", "keyword_memories", "keyword_facts")
+LANE_KEYS = ("windows", "facts", "keyword_memories", "keyword_facts", "graph")
 
 
 def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
@@ -190,11 +192,13 @@ def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
     windows = defaults.windows if request.lanes.windows is None else request.lanes.windows
     facts = defaults.facts if request.lanes.facts is None else request.lanes.facts
     keyword = defaults.keyword if request.lanes.keyword is None else request.lanes.keyword
+    graph = defaults.graph if request.lanes.graph is None else request.lanes.graph
     return {
         "windows": windows if memory_kinds else 0,
         "facts": facts if "fact" in kinds else 0,
         "keyword_memories": keyword if memory_kinds else 0,
         "keyword_facts": keyword if "fact" in kinds else 0,
+        "graph": graph if "fact" in kinds else 0,
     }
 
 
@@ -225,7 +229,13 @@ def search(
             elephant.settings.reranker.enabled if request.rerank is None else request.rerank
         )
         pool = max(limit, elephant.settings.reranker.pool) if reranking else limit
-        params = statement_params(elephant, request, variants, vectors, engine, pool)
+        named: list[str] = []
+        neighbours: list[str] = []
+        if _lane_sizes(elephant, request)["graph"] > 0:
+            named, neighbours = lane_entities(elephant, conn, tenant, request.query)
+        params = statement_params(
+            elephant, request, variants, vectors, engine, pool, graph_keys=named + neighbours
+        )
         lanes = {key: params[key] for key in LANE_KEYS}
         prepare(conn, elephant, max(lanes["windows"], lanes["facts"]))
         sql_started = time.perf_counter()
@@ -244,6 +254,7 @@ def search(
             "variants": variants,
             "lanes": lanes,
             "keyword_engine": engine,
+            "graph": {"named": named, "neighbours": neighbours},
             "reranker": rerank_report,
             "rrf_k": settings.rrf_k,
             "recency_prior": {
@@ -267,10 +278,14 @@ def statement_params(
     vectors: Any,
     engine: str,
     result_limit: int | None = None,
+    *,
+    graph_keys: list[str] | None = None,
 ) -> dict[str, Any]:
     """Every parameter of sql/hybrid_search.sql for this request."""
     settings = elephant.settings.search
     lanes = _lane_sizes(elephant, request)
+    if not graph_keys:
+        lanes["graph"] = 0  # no entity named: the lane has nothing to say
     filters = request.filters
     memory_kinds = sorted(filters.kinds() & {"window", "note"})
     return {
@@ -282,6 +297,8 @@ def statement_params(
         "windows_weight": settings.windows_weight,
         "facts_weight": settings.facts_weight,
         "keyword_weight": settings.keyword_weight,
+        "graph_weight": settings.graph_weight,
+        "graph_keys": graph_keys or [],
         "result_limit": result_limit or request.limit or settings.default_limit,
         "sources": filters.sources(),
         "memory_kinds": None if len(memory_kinds) == 2 else memory_kinds,
@@ -328,6 +345,7 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         windows_rank,
         facts_rank,
         keyword_rank,
+        graph_rank,
         variants,
     ) = row
     return SearchHit(
@@ -344,7 +362,12 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         memory_id=str(memory_id) if memory_id else None,
         source_turn_ids=list(source_turn_ids or []),
         importance=float(importance),
-        ranks={"windows": windows_rank, "facts": facts_rank, "keyword": keyword_rank},
+        ranks={
+            "windows": windows_rank,
+            "facts": facts_rank,
+            "keyword": keyword_rank,
+            "graph": graph_rank,
+        },
         rrf=float(rrf),
         prior=float(prior),
         variants=sorted(int(v) for v in variants),

@@ -75,15 +75,27 @@ def upgrade() -> None:
             f"CREATE POLICY tenant_isolation ON {table} "
             f"USING (tenant_id = {setting}) WITH CHECK (tenant_id = {setting})"
         )
+    age = bind_has_age()
+    if age:
+        # Before any app connection exists: Postgres caches each session's effective
+        # search path without the schemas the role may not use.
+        op.execute(f"GRANT USAGE ON SCHEMA ag_catalog TO {role}")
     op.execute(load_sql("graph_views.sql"))
     for view in ("graph_entities", "graph_relations", "current_facts"):
         op.execute(f"GRANT SELECT ON {view} TO {role}")
     op.execute("UPDATE elephant_meta SET schema_version = '0005_graph', updated_at = now()")
 
 
+def bind_has_age() -> bool:
+    row = op.get_bind().execute(sa.text("SELECT 1 FROM pg_extension WHERE extname = 'age'"))
+    return row.first() is not None
+
+
 def downgrade() -> None:
     bind = op.get_bind()
     graphs = [row[0] for row in bind.execute(sa.text("SELECT graph_name FROM graphs"))]
+    if bind_has_age():
+        op.execute(f"REVOKE USAGE ON SCHEMA ag_catalog FROM {_role()}")
     for name in graphs:
         bind.execute(sa.text("SELECT ag_catalog.drop_graph(:g, true)"), {"g": name})
     for view in ("current_facts", "graph_relations", "graph_entities"):

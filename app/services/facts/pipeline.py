@@ -15,6 +15,7 @@ from app.prompts import extract_facts as extract_prompt
 from app.services import contradictions
 from app.services.facts.model import ExtractedFact, TurnInput
 from app.services.facts.offline import extract_offline
+from app.services.graph import linking
 from app.services.queue import Job
 from app.services.runtime import Elephant
 from app.services.text import content_hash
@@ -60,6 +61,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
             )
         )
     stored: list[contradictions.StoredFact] = []
+    new_facts: list[tuple[str, ExtractedFact]] = []
     with conn.cursor() as cursor:
         # One pipelined batch; a statement the tenant already knows inserts nothing.
         cursor.executemany(
@@ -74,6 +76,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
         for fact, vector in zip(facts, vectors, strict=True):
             row = cursor.fetchone()
             if row is not None:
+                new_facts.append((str(row[0]), fact))
                 stored.append(
                     contradictions.StoredFact(
                         str(row[0]), fact.text, fact.subject, fact.valid_from, vector
@@ -81,6 +84,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
                 )
             cursor.nextset()
     contradictions.check(elephant, conn, job.tenant_id, stored)
+    linking.link_facts(elephant, conn, job.tenant_id, new_facts)
     return len(stored)
 
 

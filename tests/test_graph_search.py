@@ -1,0 +1,146 @@
+"""Entities from ingest and the graph lane of hybrid search, on the real stack."""
+
+from __future__ import annotations
+
+import psycopg
+from psycopg import sql
+
+from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.graph import operations as ops
+from app.services.graph import reads
+from app.services.graph.age import graph_name
+from app.services.graph.linking import query_candidates
+from app.services.graph.models import EntityIn, RecordIn, RelationIn
+from app.services.runtime import Elephant
+from app.services.search import SearchRequest, search
+
+CONVERSATION = {
+    "session_date": "1:56 pm on 8 May, 2023",
+    "conversation_id": "c1",
+    "source": "chat",
+    "turns": [
+        {"speaker": "Caroline", "text": "I went to the Pride parade in Boston yesterday.", "id": "D1:1"},
+        {"speaker": "Melanie", "text": "I painted a sunrise over Lake Tahoe last week.", "id": "D1:2"},
+    ],
+}  # fmt: skip
+
+
+def test_query_candidates_are_spans_without_stopwords() -> None:
+    spans = query_candidates("What did Caroline's friend say about Project Atlas?")
+    assert "caroline" in spans and "project atlas" in spans and "project" in spans
+    assert "what" not in spans and "about" not in spans
+
+
+def test_ingest_upserts_speakers_and_names_and_links_facts(elephant: Elephant) -> None:
+    tenant = "ingest-link"
+    result = commit_conversation(
+        elephant, tenant, ConversationIn.model_validate(CONVERSATION), wait=True
+    )
+    assert result.facts > 0
+    opened = reads.open_nodes(elephant, tenant, ["Caroline", "Melanie"])
+    assert opened["missing"] == []
+    caroline, melanie = opened["entities"]
+    assert caroline["entity_type"] == "person" and melanie["entity_type"] == "person"
+    assert caroline["source"] == "ingest"
+    assert any("Pride parade" in o["content"] for o in caroline["observations"])
+    assert any("sunrise" in o["content"] for o in melanie["observations"])
+    mentioned = {r["target"] for r in caroline["relations"] if r["relation_type"] == "mentions"}
+    assert mentioned & {"Pride", "Boston", "Pride parade"}, caroline["relations"]
+    # A later explicit record keeps the entity and upgrades what it knows.
+    ops.record(elephant, tenant, RecordIn(entities=[EntityIn(name="caroline", domain="personal")]))
+    again = reads.open_nodes(elephant, tenant, ["Caroline"])["entities"][0]
+    assert again["source"] == "record" and again["entity_type"] == "person"
+
+
+def test_a_graph_failure_never_loses_the_facts(elephant: Elephant) -> None:
+    tenant = "graph-fault"
+    elephant.graph.ensure(tenant)
+    schema = sql.Identifier(graph_name(tenant))
+    role = sql.Identifier(elephant.settings.database.app_role)
+    with elephant.db.admin_connection() as admin:
+        admin.execute(
+            sql.SQL("REVOKE INSERT ON ALL TABLES IN SCHEMA {} FROM {}").format(schema, role)
+        )
+    try:
+        result = commit_note(
+            elephant,
+            tenant,
+            NoteIn(text="Dana adopted a greyhound named Comet in Denver"),
+            wait=True,
+        )
+        assert result.job_status == "done" and result.facts > 0
+        with elephant.db.tenant(tenant) as conn:
+            stored = conn.execute("SELECT count(*) FROM facts").fetchone()
+            links = conn.execute("SELECT count(*) FROM fact_entities").fetchone()
+        assert stored is not None and stored[0] == result.facts
+        assert links is not None and links[0] == 0  # the linking savepoint rolled back alone
+    finally:
+        with elephant.db.admin_connection() as admin:
+            admin.execute(
+                sql.SQL("GRANT INSERT ON ALL TABLES IN SCHEMA {} TO {}").format(schema, role)
+            )
+
+
+def _position(elephant: Elephant, tenant: str, query: str, needle: str, graph: int) -> int:
+    result = search(
+        elephant, tenant, SearchRequest(query=query, limit=10, lanes={"graph": graph}, explain=True)
+    )
+    for position, hit in enumerate(result.hits):
+        if needle in hit.text:
+            return position
+    return 99
+
+
+def test_graph_lane_reaches_a_neighbours_facts(elephant: Elephant) -> None:
+    tenant = "lane"
+    ops.record(
+        elephant,
+        tenant,
+        RecordIn(
+            entities=[
+                EntityIn(name="Project Atlas", entity_type="artifact", domain="software"),
+                EntityIn(
+                    name="Valkey",
+                    entity_type="artifact",
+                    domain="software",
+                    observations=["Evicts idle sessions after ten minutes"],
+                ),
+            ],
+            relations=[RelationIn(source="Project Atlas", relation_type="uses", target="Valkey")],
+        ),
+    )
+    for text in (
+        "Project Atlas kickoff happened on a rainy Monday in March",
+        "Project Atlas has a blue elephant as its logo",
+        "The Project Atlas team sits on the third floor",
+        "Eviction notices were sent to the tenants of the old building",
+        "Sessions at the conference lasted ten minutes each",
+    ):
+        commit_note(elephant, tenant, NoteIn(text=text, force=True), wait=True)
+    question = "What does Project Atlas depend on?"
+    result = search(elephant, tenant, SearchRequest(query=question, limit=10, explain=True))
+    assert result.explain is not None
+    assert (
+        result.explain["graph"]["named"] == ["project atlas"]
+        or "project atlas" in result.explain["graph"]["named"]
+    )
+    assert "valkey" in result.explain["graph"]["neighbours"]
+    lane_hit = [h for h in result.hits if "Evicts idle sessions" in h.text]
+    assert lane_hit and lane_hit[0].ranks["graph"] is not None
+    with_lane = _position(elephant, tenant, question, "Evicts idle sessions", 15)
+    without = _position(elephant, tenant, question, "Evicts idle sessions", 0)
+    assert with_lane < without
+
+
+def test_graph_lane_is_absent_without_named_entities(elephant: Elephant) -> None:
+    result = search(elephant, "lane", SearchRequest(query="rainy weather", explain=True))
+    assert result.explain is not None
+    assert result.explain["lanes"]["graph"] == 0
+    assert all(hit.ranks["graph"] is None for hit in result.hits)
+
+
+def test_fact_entities_follow_row_level_security(elephant: Elephant) -> None:
+    with elephant.db.tenant("someone-else") as conn:
+        row = conn.execute("SELECT count(*) FROM fact_entities").fetchone()
+    assert row is not None and row[0] == 0
+    assert isinstance(psycopg.__version__, str)
