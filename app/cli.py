@@ -8,7 +8,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
@@ -79,6 +80,16 @@ def serve(host: str | None, port: int | None) -> None:
     from app.services.runtime import Elephant
 
     settings = _settings()
+    bind = host or settings.server.host
+    if settings.mcp.mount_in_api:
+        from app.mcp.http import check_exposure
+
+        check_exposure(
+            settings,
+            bind,
+            where="elephant serve (MCP at /mcp)",
+            alternative=", or turn the mount off (ELEPHANT_MCP_MOUNT_IN_API=false)",
+        )
     # Open here, failing with our message, rather than inside the ASGI lifespan.
     elephant = Elephant.open(settings)
     try:
@@ -86,12 +97,80 @@ def serve(host: str | None, port: int | None) -> None:
             elephant.start_worker()
         uvicorn.run(
             create_app(settings, elephant),
-            host=host or settings.server.host,
+            host=bind,
             port=port or settings.server.port,
             log_level=settings.log.level.lower(),
         )
     finally:
         elephant.close()
+
+
+@main.command(name="mcp")
+@click.option("--http", "use_http", is_flag=True, help="Streamable HTTP instead of stdio.")
+@click.option("--host", default=None, help="HTTP bind address (default: mcp.host).")
+@click.option("--port", type=int, default=None, help="HTTP port (default: mcp.port).")
+@click.option(
+    "--profile",
+    type=click.Choice(["recall", "record", "standard", "full"]),
+    default=None,
+    help="Tools offered (default: mcp.profile).",
+)
+@_friendly_errors
+def mcp_command(use_http: bool, host: str | None, port: int | None, profile: str | None) -> None:
+    """Run the MCP server: stdio (`claude mcp add elephant -- elephant mcp`) or --http."""
+    from app.services.runtime import Elephant
+
+    settings = _settings()
+    if profile is not None:
+        settings = settings.model_copy(
+            update={"mcp": settings.mcp.model_copy(update={"profile": profile})}
+        )
+    bind = host or settings.mcp.host
+    if use_http:
+        from app.mcp.http import check_exposure
+
+        check_exposure(settings, bind, where="elephant mcp --http")
+        elephant = Elephant.open(settings)
+    else:
+        # stdout is the protocol: nothing started while opening (the embedded server's
+        # tools included) may write to it.
+        with _stdout_to_stderr():
+            elephant = Elephant.open(settings)
+    try:
+        if settings.worker.enabled:
+            elephant.start_worker()
+        if use_http:
+            import uvicorn
+
+            from app.mcp.http import build_http_server, http_app
+
+            server = build_http_server(settings, lambda: elephant)
+            uvicorn.run(
+                http_app(server, path="/mcp"),
+                host=bind,
+                port=port or settings.mcp.port,
+                log_level=settings.log.level.lower(),
+            )
+        else:
+            from app.mcp.server import build_server
+
+            build_server(settings, lambda: elephant).run(transport="stdio", show_banner=False)
+    finally:
+        elephant.close()
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    """Point file descriptor 1 at stderr for the block (child processes inherit it)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 @main.command()

@@ -1,9 +1,9 @@
 -- Analyst views of the knowledge graph and of current facts.
 --
 -- The graph lives in Apache AGE, one graph per tenant (table `graphs`). These
--- views expose it as ordinary columns. They run with the caller's rights: the
--- app role sees only its tenant's rows (row-level security on `graphs`), a
--- superuser sees every tenant.
+-- views expose it as ordinary columns, whatever the caller's search_path (no
+-- ag_catalog needed). They run with the caller's rights: the app role sees only
+-- its tenant's rows (row-level security on `graphs`), a superuser sees every tenant.
 --
 --   SELECT name, role, domain FROM graph_entities WHERE role = 'decision';
 --   SELECT source, relation, target FROM graph_relations WHERE valid_to IS NULL;
@@ -45,8 +45,8 @@ BEGIN
                  FROM (SELECT e.tableoid, e.start_id, e.end_id, e.properties::text::jsonb AS p
                          FROM %I._ag_label_edge AS e) AS r
                  JOIN pg_class AS c ON c.oid = r.tableoid
-                 JOIN %I."Entity" AS s ON s.id = r.start_id
-                 JOIN %I."Entity" AS d ON d.id = r.end_id$q$,
+                 JOIN %I."Entity" AS s ON s.id OPERATOR(ag_catalog.=) r.start_id
+                 JOIN %I."Entity" AS d ON d.id OPERATOR(ag_catalog.=) r.end_id$q$,
             g.tenant_id, g.graph_name, g.graph_name, g.graph_name);
     END LOOP;
 END

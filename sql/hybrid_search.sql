@@ -5,9 +5,10 @@
 --   facts    dense   facts by cosine distance, HNSW
 --   keyword  lexical memories and facts by BM25 (pg_textsearch) or tsvector rank;
 --            the lane is spliced in from keyword_bm25.sql or keyword_tsvector.sql
---   graph    facts linked (fact_entities) to the entities the question names and
---            their 1-hop neighbours, nearest first per entity, round robin over
---            entities (first variant only); the caller looks the entities up first
+--   graph    facts linked (fact_entities) to the 1-hop neighbours of the entities
+--            the question names (not to those entities themselves: the facts lane
+--            has them), nearest first, <= 3 per neighbour, first variant only;
+--            the caller looks the entities up in the graph first
 -- Fusion: score = sum over lanes and variants of
 --     lane_weight * variant_weight / (rrf_k + rank)
 -- plus an optional recency prior. Each hit reports its best rank in every lane.
@@ -15,7 +16,8 @@
 -- Parameters
 --   vectors vector[] (sent binary), texts text[]   one entry per query variant
 --   windows, facts, keyword int              lane sizes (0 switches a lane off)
---   graph int, graph_keys text[]             graph lane size, entity keys
+--   graph int                                graph lane size
+--   graph_named, graph_neighbours text[]     entity keys (named, 1-hop neighbours)
 --   rrf_k int, result_limit int
 --   variant_weights float8[]                 one per variant (the question itself: 1)
 --   windows_weight, facts_weight, keyword_weight, graph_weight float8
@@ -84,12 +86,17 @@ keyword_lane AS (
 ),
 graph_facts AS MATERIALIZED (
     -- Materialized: the linked facts are found through the entity index, then
-    -- ranked; never an HNSW walk filtered down to them.
+    -- ranked; never an HNSW walk filtered down to them. Facts about the named
+    -- entities themselves are left to the other lanes (counting them here again
+    -- only re-ranks what the facts lane already found).
     SELECT fe.entity_key, f.id, f.embedding
     FROM fact_entities AS fe
     JOIN facts AS f ON f.id = fe.fact_id
     WHERE %(graph)s > 0
-      AND fe.entity_key = ANY (%(graph_keys)s::text[])
+      AND fe.entity_key = ANY (%(graph_neighbours)s::text[])
+      AND NOT EXISTS (SELECT 1 FROM fact_entities AS named
+                      WHERE named.fact_id = f.id
+                        AND named.entity_key = ANY (%(graph_named)s::text[]))
       AND f.embedding IS NOT NULL
       AND (%(sources)s::text[] IS NULL OR f.source = ANY (%(sources)s::text[]))
       AND (%(created_after)s::timestamptz IS NULL OR f.created_at >= %(created_after)s)
@@ -107,13 +114,12 @@ graph_facts AS MATERIALIZED (
     LIMIT 5000
 ),
 graph_lane AS (
-    -- Round robin over entities: every entity's nearest fact, then every entity's
-    -- second nearest, ... so a neighbour is not drowned by the named entity's facts.
+    -- Nearest first, at most three facts per neighbour, so one busy neighbour
+    -- cannot fill the lane.
     SELECT 1::bigint AS variant, per_fact.id,
-           row_number() OVER (ORDER BY per_fact.entity_rank, per_fact.distance) AS rank
+           row_number() OVER (ORDER BY per_fact.distance) AS rank
     FROM (
-        SELECT per_entity.id, min(per_entity.entity_rank) AS entity_rank,
-               min(per_entity.distance) AS distance
+        SELECT per_entity.id, min(per_entity.distance) AS distance
         FROM (
             SELECT d.id, d.distance,
                    row_number() OVER (PARTITION BY d.entity_key ORDER BY d.distance) AS entity_rank
@@ -124,9 +130,10 @@ graph_lane AS (
                 WHERE q.variant = 1
             ) AS d
         ) AS per_entity
+        WHERE per_entity.entity_rank <= 3
         GROUP BY per_entity.id
     ) AS per_fact
-    ORDER BY per_fact.entity_rank, per_fact.distance
+    ORDER BY per_fact.distance
     LIMIT %(graph)s
 ),
 lanes AS (

@@ -144,3 +144,29 @@ def test_fact_entities_follow_row_level_security(elephant: Elephant) -> None:
         row = conn.execute("SELECT count(*) FROM fact_entities").fetchone()
     assert row is not None and row[0] == 0
     assert isinstance(psycopg.__version__, str)
+
+
+def test_without_age_graph_calls_answer_503_and_search_has_no_graph_lane(
+    elephant: Elephant,
+) -> None:
+    from dataclasses import replace
+
+    import pytest
+
+    from app.errors import CapabilityMissing
+
+    detected = elephant.db.capabilities
+    assert detected is not None and detected.age
+    installed = {k: v for k, v in detected.installed.items() if k != "age"}
+    elephant.db.capabilities = replace(detected, installed=installed)  # as detected on a plain PG
+    try:
+        with pytest.raises(CapabilityMissing, match="Apache AGE") as caught:
+            reads.search_nodes(elephant, "lane", "Project Atlas")
+        assert caught.value.status_code == 503
+        with pytest.raises(CapabilityMissing):
+            ops.record(elephant, "lane", RecordIn(entities=[EntityIn(name="X")]))
+        result = search(elephant, "lane", SearchRequest(query="Project Atlas", explain=True))
+        assert result.explain is not None and result.explain["lanes"]["graph"] == 0
+        assert result.hits  # the other lanes still answer
+    finally:
+        elephant.db.capabilities = detected

@@ -173,9 +173,12 @@ def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
         "facts": 15,
         "keyword_memories": 10,
         "keyword_facts": 10,
-        "graph": 15,  # Biscuit is an entity of the seeded facts
+        # Biscuit is an entity of the seeded facts, but its only edges are the
+        # co-occurrence `mentions` ingest adds, which the graph lane does not follow.
+        "graph": 0,
     }
     assert "biscuit" in result.explain["graph"]["named"]
+    assert result.explain["graph"]["neighbours"] == []
     assert result.explain["recency_prior"]["on"] is True
     assert all(hit.prior > 0 for hit in result.hits)
     body = result.to_dict()

@@ -234,7 +234,7 @@ def search(
         if _lane_sizes(elephant, request)["graph"] > 0:
             named, neighbours = lane_entities(elephant, conn, tenant, request.query)
         params = statement_params(
-            elephant, request, variants, vectors, engine, pool, graph_keys=named + neighbours
+            elephant, request, variants, vectors, engine, pool, graph=(named, neighbours)
         )
         lanes = {key: params[key] for key in LANE_KEYS}
         prepare(conn, elephant, max(lanes["windows"], lanes["facts"]))
@@ -279,13 +279,17 @@ def statement_params(
     engine: str,
     result_limit: int | None = None,
     *,
-    graph_keys: list[str] | None = None,
+    graph: tuple[list[str], list[str]] = ([], []),
 ) -> dict[str, Any]:
-    """Every parameter of sql/hybrid_search.sql for this request."""
+    """Every parameter of sql/hybrid_search.sql for this request.
+
+    ``graph``: the entity keys the query names and their 1-hop neighbours.
+    """
     settings = elephant.settings.search
     lanes = _lane_sizes(elephant, request)
-    if not graph_keys:
-        lanes["graph"] = 0  # no entity named: the lane has nothing to say
+    named, neighbours = graph
+    if not neighbours:
+        lanes["graph"] = 0  # no neighbour of a named entity: the lane has nothing to add
     filters = request.filters
     memory_kinds = sorted(filters.kinds() & {"window", "note"})
     return {
@@ -298,7 +302,8 @@ def statement_params(
         "facts_weight": settings.facts_weight,
         "keyword_weight": settings.keyword_weight,
         "graph_weight": settings.graph_weight,
-        "graph_keys": graph_keys or [],
+        "graph_named": named,
+        "graph_neighbours": neighbours,
         "result_limit": result_limit or request.limit or settings.default_limit,
         "sources": filters.sources(),
         "memory_kinds": None if len(memory_kinds) == 2 else memory_kinds,

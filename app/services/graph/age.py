@@ -200,17 +200,17 @@ class AGEGraphStore:
     ) -> list[Relation]:
         if not keys:
             return []
+        # No WHERE on the edge: AGE plans `r.valid_to IS NULL` as a join filter evaluated
+        # for every (edge, key) pair (50 keys on 30k edges: 1.5 s); filtered here instead.
         rows = self._run(
             conn,
             tenant,
             "UNWIND $keys AS k MATCH (a:Entity {key: k})-[r]->(b:Entity) "
-            "WHERE NOT $active OR r.valid_to IS NULL "
             "RETURN id(r), a.key, label(r), b.key, properties(r) "
             "UNION ALL "
             "UNWIND $keys AS k MATCH (a:Entity)-[r]->(b:Entity {key: k}) "
-            "WHERE NOT $active OR r.valid_to IS NULL "
             "RETURN id(r), a.key, label(r), b.key, properties(r)",
-            {"keys": list(dict.fromkeys(keys)), "active": active_only},
+            {"keys": list(dict.fromkeys(keys))},
             ("id", "source", "type", "target", "props"),
         )
         seen: set[int] = set()
@@ -219,7 +219,9 @@ class AGEGraphStore:
             if edge_id in seen:
                 continue
             seen.add(edge_id)
-            relations.append(Relation(source, relation_type, target, props or {}))
+            relation = Relation(source, relation_type, target, props or {})
+            if relation.active or not active_only:
+                relations.append(relation)
         return relations
 
     def create_relations(
@@ -327,7 +329,9 @@ def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> Non
         )
     }
     if ENTITY_LABEL not in labels:
-        conn.execute("SELECT ag_catalog.create_vlabel(%s::cstring, %s::cstring)", (graph, ENTITY_LABEL))
+        conn.execute(
+            "SELECT ag_catalog.create_vlabel(%s::cstring, %s::cstring)", (graph, ENTITY_LABEL)
+        )
         table = sql.Identifier(graph, ENTITY_LABEL)
         conn.execute(sql.SQL("CREATE UNIQUE INDEX ON {} (id)").format(table))
         conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (properties)").format(table))
@@ -341,7 +345,9 @@ def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> Non
     for relation_type in RELATIONS:
         if relation_type in labels:
             continue
-        conn.execute("SELECT ag_catalog.create_elabel(%s::cstring, %s::cstring)", (graph, relation_type))
+        conn.execute(
+            "SELECT ag_catalog.create_elabel(%s::cstring, %s::cstring)", (graph, relation_type)
+        )
         table = sql.Identifier(graph, relation_type)
         conn.execute(sql.SQL("CREATE INDEX ON {} (start_id)").format(table))
         conn.execute(sql.SQL("CREATE INDEX ON {} (end_id)").format(table))

@@ -137,7 +137,11 @@ def query_candidates(query: str) -> list[str]:
 def lane_entities(
     elephant: Elephant, conn: Connection, tenant: str, query: str
 ) -> tuple[list[str], list[str]]:
-    """(entities the query names, their 1-hop neighbours): the graph lane's entity keys."""
+    """(entities the query names, their 1-hop neighbours): the graph lane's entity keys.
+
+    Neighbours come through recorded relations, not through the `mentions` edges
+    ingest adds between co-occurring names.
+    """
     if not graph_available(elephant):
         return [], []
     store = elephant.graph
@@ -148,6 +152,10 @@ def lane_entities(
         return [], []
     neighbours: list[str] = []
     for relation in store.relations(conn, tenant, named, active_only=True):
+        if relation.relation_type == "mentions" and relation.properties.get("source") == "ingest":
+            # Co-occurrence found by the extractor: the dense lanes see it already, and
+            # following it made LoCoMo recall@1 worse (0.509 → 0.487); curated edges count.
+            continue
         for key in (relation.source, relation.target):
             if key not in named and key not in neighbours:
                 neighbours.append(key)

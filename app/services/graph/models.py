@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -118,3 +119,42 @@ class RelationRef(_In):
     source: str = NAME
     relation_type: str = Field(min_length=1, max_length=60)
     target: str = NAME
+
+
+# ------------------------------------------------------------------ list bodies (HTTP)
+
+EntityName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class EntitiesIn(_In):
+    entities: list[EntityIn] = Field(min_length=1, description="Entities to create or merge.")
+
+
+class RelationsIn(_In):
+    relations: list[RelationIn] = Field(
+        min_length=1, description="Relations between existing entities."
+    )
+
+
+class AddObservationsIn(_In):
+    observations: list[ObservationsIn] = Field(
+        min_length=1, description="Per entity, the observations to add."
+    )
+
+
+class ObservationRefsIn(_In):
+    observations: list[ObservationRefs] = Field(
+        min_length=1, description="Per entity, its observations by text or id."
+    )
+
+
+class InvalidateIn(ObservationRefsIn):
+    reason: str | None = Field(None, max_length=2000, description="Why they are no longer true.")
+
+
+class RelationRefsIn(_In):
+    relations: list[RelationRef] = Field(min_length=1)
+
+
+class NamesIn(_In):
+    names: list[EntityName] = Field(min_length=1, max_length=200, description="Entity names.")

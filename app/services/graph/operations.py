@@ -40,8 +40,18 @@ BACKFILL_JOB = "embed_memories"
 
 
 def graph_store(elephant: Elephant) -> GraphStore:
+    """The tenant graphs, or a 503 that says why there are none."""
     if not elephant.settings.graph.enabled:
-        raise CapabilityMissing("the knowledge graph is disabled (graph.enabled = false)")
+        raise CapabilityMissing(
+            "the knowledge graph is disabled: set graph.enabled = true (ELEPHANT_GRAPH_ENABLED)"
+        )
+    capabilities = elephant.db.capabilities
+    if capabilities is None or not capabilities.age:
+        raise CapabilityMissing(
+            "the knowledge graph needs the Apache AGE extension, which this Postgres does not "
+            "have: install AGE (https://age.apache.org) and run `elephant migrate`, or use the "
+            "embedded server, which includes it"
+        )
     return elephant.graph
 
 
@@ -275,8 +285,8 @@ def insert_observations(
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO facts (tenant_id, subject, text, embedding, fact_type, confidence, "
-            "entities, valid_from, source, observation_kind, observation_key) "
-            "VALUES (%s, %s, %s, %s, 'world', 1.0, %s, %s, %s, %s, %s) "
+            "entities, valid_from, source, observation_kind, observation_key, created_at) "
+            "VALUES (%s, %s, %s, %s, 'world', 1.0, %s, %s, %s, %s, %s, clock_timestamp()) "
             "ON CONFLICT (tenant_id, observation_key) "
             "WHERE status = 'active' AND observation_key IS NOT NULL DO NOTHING RETURNING id",
             [
@@ -492,7 +502,7 @@ def active_observations(conn: Connection, keys: Sequence[str]) -> dict[str, list
         "SELECT fe.entity_key, f.id, f.text, coalesce(f.observation_kind, 'note'), f.source, "
         "f.valid_from, f.recorded_at FROM fact_entities AS fe JOIN facts AS f ON f.id = fe.fact_id "
         "WHERE fe.entity_key = ANY(%s) AND fe.link = 'about' AND f.status = 'active' "
-        "ORDER BY fe.entity_key, f.recorded_at, f.id",
+        "ORDER BY fe.entity_key, f.recorded_at, f.created_at, f.id",  # created_at: call order
         (list(keys),),
     ).fetchall()
     found: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}

@@ -1,0 +1,224 @@
+"""Knowledge-graph endpoints: record, decisions, revise, invalidate, delete, bounded reads."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, Parameter
+
+from app.api.deps import tenant_from
+from app.services.graph import operations as ops
+from app.services.graph import reads
+from app.services.graph.models import (
+    AddObservationsIn,
+    DecisionIn,
+    EntitiesIn,
+    InvalidateIn,
+    NamesIn,
+    ObservationRefsIn,
+    RecordIn,
+    RelationRefsIn,
+    RelationsIn,
+    ReviseIn,
+)
+from app.services.runtime import Elephant
+
+Limit = Annotated[int, Parameter(ge=1, le=reads.MAX_LIMIT, description="1-200.")]
+
+
+class GraphController(Controller):
+    path = "/graph"
+    tags = ["graph"]
+
+    # ------------------------------------------------------------ writes
+
+    @post("/record", sync_to_thread=True, summary="Entities, relations, observations: all or none")
+    def record(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[RecordIn],
+    ) -> dict[str, Any]:
+        return ops.record(elephant, tenant_from(request, elephant), data)
+
+    @post(
+        "/decisions",
+        sync_to_thread=True,
+        summary="A decision with its reason and each rejected alternative",
+    )
+    def record_decision(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[DecisionIn],
+    ) -> dict[str, Any]:
+        return ops.record_decision(elephant, tenant_from(request, elephant), data)
+
+    @post(
+        "/revise",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Invalidate what is no longer true and link its replacement (supersedes)",
+    )
+    def revise(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[ReviseIn],
+    ) -> dict[str, Any]:
+        return ops.revise(elephant, tenant_from(request, elephant), data)
+
+    @post("/entities", sync_to_thread=True, summary="Create entities (existing ones are merged)")
+    def create_entities(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[EntitiesIn],
+    ) -> dict[str, Any]:
+        return ops.create_entities(elephant, tenant_from(request, elephant), data.entities)
+
+    @post("/relations", sync_to_thread=True, summary="Relate existing entities")
+    def create_relations(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[RelationsIn],
+    ) -> dict[str, Any]:
+        return ops.create_relations(elephant, tenant_from(request, elephant), data.relations)
+
+    @post("/observations", sync_to_thread=True, summary="Add observations to existing entities")
+    def add_observations(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[AddObservationsIn],
+    ) -> dict[str, Any]:
+        return ops.add_observations(elephant, tenant_from(request, elephant), data.observations)
+
+    @post(
+        "/observations/invalidate",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Mark observations no longer true (kept, hidden from reads)",
+    )
+    def invalidate_observations(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[InvalidateIn],
+    ) -> dict[str, Any]:
+        return ops.invalidate_observations(
+            elephant, tenant_from(request, elephant), data.observations, data.reason
+        )
+
+    # ------------------------------------------------------------ deletions
+
+    @post(
+        "/entities/delete",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Delete entities with their relations and observations",
+    )
+    def delete_entities(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[NamesIn],
+    ) -> dict[str, Any]:
+        return ops.delete_entities(elephant, tenant_from(request, elephant), data.names)
+
+    @post(
+        "/observations/delete",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Delete observations (prefer invalidate)",
+    )
+    def delete_observations(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[ObservationRefsIn],
+    ) -> dict[str, Any]:
+        return ops.delete_observations(elephant, tenant_from(request, elephant), data.observations)
+
+    @post("/relations/delete", sync_to_thread=True, status_code=200, summary="Delete relations")
+    def delete_relations(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[RelationRefsIn],
+    ) -> dict[str, Any]:
+        return ops.delete_relations(elephant, tenant_from(request, elephant), data.relations)
+
+    # ------------------------------------------------------------ reads
+
+    @get("/search", sync_to_thread=True, summary="Entities matching a query, bounded")
+    def search_nodes(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        q: Annotated[str, Parameter(min_length=1, max_length=2000, description="The query.")],
+        domain: Annotated[str | None, Parameter(description="Only this domain.")] = None,
+        entity_type: Annotated[str | None, Parameter(description="Only this role.")] = None,
+        limit: Limit = 10,
+        max_relations: Annotated[
+            int, Parameter(ge=0, le=500, description="Relations listed per entity, 0-500.")
+        ] = 10,
+    ) -> dict[str, Any]:
+        return reads.search_nodes(
+            elephant,
+            tenant_from(request, elephant),
+            q,
+            domain=domain,
+            entity_type=entity_type,
+            limit=limit,
+            max_relations=max_relations,
+        )
+
+    @post(
+        "/open",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Named entities with their relations and active observations",
+    )
+    def open_nodes(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[NamesIn],
+    ) -> dict[str, Any]:
+        return reads.open_nodes(elephant, tenant_from(request, elephant), data.names)
+
+    @get("/entities", sync_to_thread=True, summary="One page of the graph, in name order")
+    def read_graph(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        offset: Annotated[int, Parameter(ge=0, description="Entities to skip.")] = 0,
+        limit: Limit = 50,
+        summary: Annotated[
+            bool, Parameter(description="Counts only (true) or observations and relations.")
+        ] = True,
+    ) -> dict[str, Any]:
+        return reads.read_graph(
+            elephant, tenant_from(request, elephant), offset=offset, limit=limit, summary=summary
+        )
+
+    @get("/", sync_to_thread=True, summary="Nodes and edges around the entities a query names")
+    def neighbourhood(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        q: Annotated[
+            str | None, Parameter(max_length=2000, description="Entity name (none: first page).")
+        ] = None,
+        limit: Limit = 50,
+        hops: Annotated[
+            int, Parameter(ge=1, le=reads.MAX_HOPS, description="Hops from the seeds, 1-3.")
+        ] = 1,
+    ) -> dict[str, Any]:
+        return reads.neighbourhood(
+            elephant, tenant_from(request, elephant), q, limit=limit, hops=hops
+        )

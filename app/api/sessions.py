@@ -1,0 +1,43 @@
+"""Session lifecycle endpoints: close a session, fetch a project's latest handoff."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, Parameter
+
+from app.api.deps import tenant_from
+from app.services.runtime import Elephant
+from app.services.sessions import SessionCloseIn, close_session, get_handoff
+
+
+class SessionsController(Controller):
+    tags = ["sessions"]
+
+    @post(
+        "/sessions/close",
+        sync_to_thread=True,
+        status_code=201,
+        summary="Store a session's transcript, extract facts, write its handoff",
+    )
+    def close(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[SessionCloseIn],
+        wait: Annotated[
+            bool, Parameter(description="Run fact extraction now (default) or leave it queued.")
+        ] = True,
+    ) -> dict[str, Any]:
+        return close_session(elephant, tenant_from(request, elephant), data, wait=wait)
+
+    @get("/handoff", sync_to_thread=True, summary="The latest handoff of a project")
+    def handoff(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        project: Annotated[str, Parameter(min_length=1, max_length=200, description="Project.")],
+    ) -> dict[str, Any]:
+        return get_handoff(elephant, tenant_from(request, elephant), project)

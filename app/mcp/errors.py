@@ -1,0 +1,87 @@
+"""The one place where Elephant's errors become MCP errors.
+
+- A tool's own failure (an ElephantError, or a pydantic error from building a
+  service request) becomes a ToolError whose text is ``<code>: <message>``, so
+  the agent reads what to fix; a resource's becomes a ResourceError.
+- Arguments that fail the tool's schema become ``invalid_input: <field>: <problem>``.
+- Anything else is masked by the server (``mask_error_details``) and logged.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from fastmcp.exceptions import ResourceError, ToolError
+from fastmcp.exceptions import ValidationError as ArgumentError
+from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
+from fastmcp.tools.base import ToolResult
+from mcp.types import CallToolRequestParams
+from pydantic import ValidationError
+
+from app.errors import ElephantError, InvalidInput
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def describe(exc: ValidationError) -> str:
+    """'field: problem; ...' with list positions as [i] (turns[0].text)."""
+    problems = []
+    for error in exc.errors()[:10]:
+        where = _location(error["loc"])
+        message = str(error["msg"]).removeprefix("Value error, ")
+        problems.append(f"{where}: {message}" if where else message)
+    if exc.error_count() > len(problems):
+        problems.append(f"... and {exc.error_count() - len(problems)} more")
+    return "; ".join(problems)
+
+
+def _location(loc: Sequence[int | str]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def message_for(exc: ElephantError | ValidationError) -> str:
+    if isinstance(exc, ValidationError):
+        return f"{InvalidInput.code}: {describe(exc)}"
+    return f"{exc.code}: {exc.message}"
+
+
+def _log_level(exc: ElephantError | ValidationError) -> int:
+    """A caller's mistake is INFO; our own trouble (database, LLM, config) is ERROR."""
+    if isinstance(exc, ElephantError) and exc.status_code >= 500:
+        return logging.ERROR
+    return logging.INFO
+
+
+def translate(fn: F, error: type[ToolError | ResourceError] = ToolError) -> F:
+    """Wrap a tool or resource function so our errors reach the client with their message."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ElephantError, ValidationError) as exc:
+            raise error(message_for(exc), log_level=_log_level(exc)) from exc
+
+    return wrapper  # type: ignore[return-value]
+
+
+class ArgumentErrors(Middleware):
+    """Arguments rejected by a tool's schema: name each field and what is wrong with it."""
+
+    async def on_call_tool(
+        self,
+        context: MiddlewareContext[CallToolRequestParams],
+        call_next: CallNext[CallToolRequestParams, ToolResult],
+    ) -> ToolResult:
+        try:
+            return await call_next(context)
+        except ArgumentError as exc:
+            cause = exc.__cause__
+            detail = describe(cause) if isinstance(cause, ValidationError) else str(exc)
+            raise ToolError(f"{InvalidInput.code}: {detail}", log_level=logging.INFO) from exc

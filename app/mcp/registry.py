@@ -1,0 +1,81 @@
+"""The tool registry: each tool is one function plus a line saying what kind of tool it is.
+
+The kind decides both the profiles that offer the tool and its MCP annotations:
+
+| kind   | profiles                  | readOnlyHint | destructiveHint | idempotentHint |
+| ------ | ------------------------- | ------------ | --------------- | -------------- |
+| read   | recall, standard, full    | true         | false           | true           |
+| write  | record, standard, full    | false        | false           | per tool       |
+| delete | full                      | false        | true            | true           |
+
+A tool outside the active profile is never registered with the server, so it is
+neither listed nor callable; the service function behind it stays available to
+the API and the CLI. To add a tool (the graph tools, say): write the function in
+a module of its own with a ``ToolSet``, decorate it with ``@TOOLS.tool("write")``
+and add the tool set to ``TOOLSETS`` in app/mcp/server.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar, get_args
+
+from mcp.types import ToolAnnotations
+
+Kind = Literal["read", "write", "delete"]
+Profile = Literal["recall", "record", "standard", "full"]
+PROFILE_NAMES: tuple[Profile, ...] = get_args(Profile)
+
+PROFILES: dict[Profile, frozenset[Kind]] = {
+    "recall": frozenset({"read"}),
+    "record": frozenset({"write"}),
+    "standard": frozenset({"read", "write"}),
+    "full": frozenset({"read", "write", "delete"}),
+}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    fn: Callable[..., Any]
+    kind: Kind
+    idempotent: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.fn.__name__
+
+    def offered_in(self, profile: Profile) -> bool:
+        return self.kind in PROFILES[profile]
+
+    def annotations(self) -> ToolAnnotations:
+        read_only = self.kind == "read"
+        return ToolAnnotations(
+            read_only_hint=read_only,
+            destructive_hint=self.kind == "delete",
+            idempotent_hint=read_only or self.kind == "delete" or self.idempotent,
+            open_world_hint=False,  # the memory store only, never the outside world
+        )
+
+
+@dataclass
+class ToolSet:
+    """A group of tools (memory, graph, ...), each declared with ``@toolset.tool(kind)``."""
+
+    specs: list[ToolSpec] = field(default_factory=list)
+
+    def tool(self, kind: Kind, *, idempotent: bool = False) -> Callable[[F], F]:
+        """Declare a tool; ``idempotent`` only matters for writes (reads and deletes are)."""
+
+        def register(fn: F) -> F:
+            if any(spec.name == fn.__name__ for spec in self.specs):
+                raise ValueError(f"tool {fn.__name__!r} is declared twice")
+            self.specs.append(ToolSpec(fn, kind, idempotent))
+            return fn
+
+        return register
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self.specs)

@@ -1,0 +1,70 @@
+"""The Elephant MCP server: the tool sets of the active profile, over the service layer.
+
+One builder for every transport (stdio, standalone streamable HTTP, mounted in
+the API at /mcp); the tools call app.services in-process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastmcp.exceptions import ResourceError
+from fastmcp.server.auth import AuthProvider
+
+from app import __version__
+from app.config import Settings
+from app.mcp import graph_tools, tools
+from app.mcp.context import ElephantMCP, McpRuntime
+from app.mcp.errors import ArgumentErrors, translate
+from app.mcp.registry import Profile, ToolSet, ToolSpec
+from app.services.runtime import Elephant
+
+# Every tool set the server knows; a tool set's tools are offered per profile.
+TOOLSETS: tuple[ToolSet, ...] = (tools.MEMORY, graph_tools.GRAPH_TOOLS)
+
+INSTRUCTIONS = """\
+Elephant is your long-term memory. At the start of a session call get_handoff for the \
+project; search (or reflect) before answering from memory; store durable facts, \
+decisions and preferences as self-contained notes; give feedback on results that helped \
+or misled; at the end call close_session with the transcript. Keep a knowledge graph of \
+entities, decisions and their relations with record / record_decision; correct it with \
+revise or invalidate_observations (history is kept)."""
+
+
+def specs(profile: Profile) -> list[ToolSpec]:
+    """The tools the profile offers, in declaration order."""
+    return [spec for toolset in TOOLSETS for spec in toolset if spec.offered_in(profile)]
+
+
+def build_server(
+    settings: Settings,
+    get_elephant: Callable[[], Elephant],
+    *,
+    profile: Profile | None = None,
+    auth: AuthProvider | None = None,
+) -> ElephantMCP:
+    """The server for ``profile`` (default mcp.profile); tools outside it are not registered."""
+    active = profile or settings.mcp.profile
+    server = ElephantMCP(
+        McpRuntime(settings, get_elephant),
+        name="elephant",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        auth=auth,
+        mask_error_details=True,
+        middleware=[ArgumentErrors()],
+    )
+    for spec in specs(active):
+        server.tool(
+            translate(spec.fn),
+            name=spec.name,
+            annotations=spec.annotations(),
+            output_schema=None,
+        )
+    server.resource(
+        "elephant://handoff/{project}",
+        name="handoff",
+        description="The latest session handoff of a project (JSON).",
+        mime_type="application/json",
+    )(translate(tools.handoff_resource, ResourceError))
+    return server

@@ -1,0 +1,246 @@
+"""The memory and session tools: thin adapters from MCP arguments to app.services.
+
+Results are shaped for an agent's context window: ids, text, dates and scores;
+never embeddings, lane ranks or audit details (the REST API has those).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+from uuid import UUID
+
+from pydantic import Field
+
+from app.errors import InvalidInput, NotFound
+from app.mcp.context import current
+from app.mcp.registry import ToolSet
+from app.services import commit, sessions
+from app.services import feedback as feedback_service
+from app.services import reflect as reflect_service
+from app.services import search as search_service
+from app.services import stats as stats_service
+
+MEMORY = ToolSet()
+
+Date = Annotated[
+    str | None, Field(description="ISO 8601 date or date-time, e.g. 2025-06-01T14:00:00Z.")
+]
+Turns = Annotated[
+    list[commit.TurnIn],
+    Field(min_length=1, description="In order: {speaker, text, timestamp?, id?} each."),
+]
+Project = Annotated[
+    str, Field(min_length=1, max_length=200, description="Project name, e.g. the repository.")
+]
+
+
+def _date(value: Any) -> str | None:
+    return None if value is None else value.date().isoformat()
+
+
+# ------------------------------------------------------------------ read
+
+
+@MEMORY.tool("read")
+def search(
+    query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
+    limit: Annotated[int, Field(ge=1, le=50, description="Results, 1-50.")] = 10,
+    kind: Annotated[
+        list[Literal["window", "note", "fact"]] | None,
+        Field(description="Only these: window (conversation excerpt), note, fact."),
+    ] = None,
+    source: Annotated[str | None, Field(description="Only this source.")] = None,
+) -> dict[str, Any]:
+    """Search long-term memory by meaning and keywords. Returns the best hits (id, kind,
+    date, score, text), best first; current facts only."""
+    runtime = current()
+    request = search_service.SearchRequest(
+        query=query,
+        limit=limit,
+        filters=search_service.SearchFilters(kind=kind or None, source=source),
+    )
+    found = search_service.search(runtime.elephant, runtime.tenant(), request)
+    return {
+        "count": len(found.hits),
+        "results": [
+            {
+                "id": hit.id,
+                "kind": hit.kind,
+                "date": _date(hit.event_at or hit.created_at),
+                "source": hit.source,
+                "score": round(hit.score, 4),
+                "text": hit.text,
+            }
+            for hit in found.hits
+        ],
+    }
+
+
+@MEMORY.tool("read")
+def reflect(
+    question: Annotated[str, Field(min_length=1, max_length=4000, description="The question.")],
+    limit: Annotated[int | None, Field(ge=1, le=60, description="Sources to read.")] = None,
+) -> dict[str, Any]:
+    """Answer a question from memory with numbered source citations [n]. Without an LLM
+    configured it returns the sources only."""
+    runtime = current()
+    result = reflect_service.reflect(
+        runtime.elephant, runtime.tenant(), reflect_service.ReflectIn(q=question, limit=limit)
+    )
+    compact: dict[str, Any] = {
+        "answer": result["answer"],
+        "citations": result["citations"],
+        "sources": [
+            {key: source[key] for key in ("n", "id", "kind", "date", "text")}
+            for source in result["sources"]
+        ],
+    }
+    if result.get("note"):
+        compact["note"] = result["note"]
+    return compact
+
+
+@MEMORY.tool("read")
+def stats() -> dict[str, Any]:
+    """Counts of what memory holds: memories by kind, facts by status, conversations,
+    turns, contradictions and background jobs."""
+    runtime = current()
+    report = stats_service.stats(runtime.elephant, runtime.tenant())
+    return {
+        "tenant": report["tenant"],
+        "memories": {key: report["memories"][key] for key in ("total", "by_kind")},
+        "facts": {key: report["facts"][key] for key in ("total", "by_status")},
+        "conversations": report["conversations"],
+        "turns": report["turns"],
+        "contradictions": report["contradictions"],
+        "jobs": report["jobs"],
+    }
+
+
+@MEMORY.tool("read")
+def get_handoff(project: Project) -> dict[str, Any]:
+    """The handoff of the project's last closed session: summary, decisions, open
+    questions, next steps. Call it when a session starts."""
+    runtime = current()
+    return sessions.get_handoff(runtime.elephant, runtime.tenant(), project)
+
+
+# ------------------------------------------------------------------ write
+
+
+@MEMORY.tool("write")
+def store(
+    text: Annotated[
+        str, Field(min_length=1, description="The note, self-contained: who, what, when.")
+    ],
+    source: Annotated[str, Field(description="Where it comes from, e.g. claude-code.")] = "mcp",
+    importance: Annotated[float | None, Field(ge=0, le=100, description="0-100; 50.")] = None,
+    occurred_at: Date = None,
+    force: Annotated[bool, Field(description="Store even if the gate rejects it.")] = False,
+) -> dict[str, Any]:
+    """Remember a note in long-term memory. Duplicates are detected and an admission gate
+    rejects chit-chat and vague text; facts are extracted in the background."""
+    runtime = current()
+    note = commit.NoteIn(
+        text=text, source=source, importance=importance, occurred_at=occurred_at, force=force
+    )
+    result = commit.commit_note(runtime.elephant, runtime.tenant(), note)
+    composite = result.gate.composite
+    return {
+        "memory_id": result.memory_id,
+        "status": result.status,
+        "gate": {
+            "decision": result.gate.decision,
+            "composite": None if composite is None else round(composite, 2),
+            "reason": result.gate.reason,
+        },
+    }
+
+
+@MEMORY.tool("write")
+def commit_conversation(
+    turns: Turns,
+    session_date: Date = None,
+    conversation_id: Annotated[
+        str | None, Field(description="Your id; the same id again appends turns.")
+    ] = None,
+    source: Annotated[str, Field(description="Where it comes from.")] = "mcp",
+) -> dict[str, Any]:
+    """Store a conversation: every turn verbatim, plus overlapping windows for search.
+    Relative dates in it ('yesterday') resolve against session_date."""
+    runtime = current()
+    conversation = commit.ConversationIn(
+        turns=turns, session_date=session_date, conversation_id=conversation_id, source=source
+    )
+    result = commit.commit_conversation(runtime.elephant, runtime.tenant(), conversation)
+    windows = result.to_dict()["windows"]
+    return {
+        "conversation_id": result.conversation_id,
+        "turns": result.turns,
+        "windows": {key: windows[key] for key in ("stored", "duplicate", "rejected")},
+    }
+
+
+@MEMORY.tool("write")
+def feedback(
+    id: Annotated[str, Field(description="A memory or fact id from search.")],
+    helpful: Annotated[bool, Field(description="Did it help? Raises or lowers its rank.")],
+) -> dict[str, Any]:
+    """Tell memory whether a search result helped: it gains (+5) or loses (-10) importance."""
+    runtime = current()
+    try:
+        target = UUID(id)
+    except ValueError:
+        raise InvalidInput(f"id: {id!r} is not a memory or fact id (a UUID)") from None
+    tenant = runtime.tenant()
+    try:
+        return feedback_service.give_feedback(
+            runtime.elephant, tenant, feedback_service.FeedbackIn(memory_id=target, helpful=helpful)
+        )
+    except NotFound:
+        pass
+    try:
+        return feedback_service.give_feedback(
+            runtime.elephant, tenant, feedback_service.FeedbackIn(fact_id=target, helpful=helpful)
+        )
+    except NotFound:
+        raise NotFound(f"no memory or fact with id {id} in this tenant") from None
+
+
+@MEMORY.tool("write")
+def close_session(
+    project: Project,
+    transcript: Annotated[
+        str | None, Field(description="The session as text; 'Name: text' lines are turns.")
+    ] = None,
+    turns: Annotated[
+        list[commit.TurnIn] | None, Field(description="Or the session as turns.")
+    ] = None,
+    session_date: Date = None,
+) -> dict[str, Any]:
+    """End a work session: store its transcript, extract facts, and write the handoff
+    (summary, decisions, open questions, next steps) that get_handoff returns next time."""
+    runtime = current()
+    request = sessions.SessionCloseIn(
+        project=project, transcript=transcript, turns=turns, session_date=session_date
+    )
+    result = sessions.close_session(runtime.elephant, runtime.tenant(), request, wait=True)
+    compact = {
+        "conversation_id": result["conversation_id"],
+        "turns": result["turns"],
+        "facts": result["facts"],
+        "handoff": result["handoff"],
+    }
+    if "note" in result:
+        compact["note"] = result["note"]
+    return compact
+
+
+# ------------------------------------------------------------------ resources
+
+
+def handoff_resource(project: str) -> str:
+    """The latest handoff of a project, as JSON."""
+    runtime = current()
+    return json.dumps(sessions.get_handoff(runtime.elephant, runtime.tenant(), project))
