@@ -252,8 +252,8 @@ class SearchSettings(_Section):
         15,
         ge=0,
         le=1000,
-        description="Graph lane size: facts of entities named in the query and their 1-hop "
-        "neighbours (0 = off; absent without AGE).",
+        description="Graph lane size: facts of the 1-hop neighbours (recorded relations) of "
+        "entities the query names (0 = off; absent without AGE).",
     )
     graph_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the graph lane.")
 

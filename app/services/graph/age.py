@@ -198,28 +198,49 @@ class AGEGraphStore:
     def relations(
         self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
     ) -> list[Relation]:
+        """Edges touching the keys, both directions, read from AGE's label tables in SQL.
+
+        The Cypher form (UNWIND + MATCH) is planned with a guessed 1000 rows per
+        UNWIND and hash-joins every edge of the graph (~17 ms at 30k edges and
+        growing); this statement walks the start_id / end_id indexes instead.
+        """
         if not keys:
             return []
-        # No WHERE on the edge: AGE plans `r.valid_to IS NULL` as a join filter evaluated
-        # for every (edge, key) pair (50 keys on 30k edges: 1.5 s); filtered here instead.
-        rows = self._run(
-            conn,
-            tenant,
-            "UNWIND $keys AS k MATCH (a:Entity {key: k})-[r]->(b:Entity) "
-            "RETURN id(r), a.key, label(r), b.key, properties(r) "
-            "UNION ALL "
-            "UNWIND $keys AS k MATCH (a:Entity)-[r]->(b:Entity {key: k}) "
-            "RETURN id(r), a.key, label(r), b.key, properties(r)",
-            {"keys": list(dict.fromkeys(keys))},
-            ("id", "source", "type", "target", "props"),
+        statement = sql.SQL(
+            """
+            WITH seeds AS (
+                SELECT e.id FROM {entity} AS e
+                WHERE ag_catalog.agtype_access_operator(
+                          VARIADIC ARRAY[e.properties, '"key"'::ag_catalog.agtype])
+                      OPERATOR(ag_catalog.=) ANY (
+                          SELECT to_json(k)::text::ag_catalog.agtype
+                          FROM unnest(%s::text[]) AS k)
+            ),
+            touching AS (
+                SELECT r.id, r.tableoid, r.start_id, r.end_id, r.properties FROM {edges} AS r
+                WHERE r.start_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM seeds)
+                UNION
+                SELECT r.id, r.tableoid, r.start_id, r.end_id, r.properties FROM {edges} AS r
+                WHERE r.end_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM seeds)
+            )
+            SELECT c.relname::text, a.properties::text, b.properties::text, t.properties::text
+            FROM touching AS t
+            JOIN pg_catalog.pg_class AS c ON c.oid = t.tableoid
+            JOIN {entity} AS a ON a.id OPERATOR(ag_catalog.=) t.start_id
+            JOIN {entity} AS b ON b.id OPERATOR(ag_catalog.=) t.end_id
+            ORDER BY t.id
+            """
+        ).format(
+            entity=sql.Identifier(graph_name(tenant), ENTITY_LABEL),
+            edges=sql.Identifier(graph_name(tenant), "_ag_label_edge"),
         )
-        seen: set[int] = set()
+        rows = conn.execute(statement, (list(dict.fromkeys(keys)),)).fetchall()
         relations = []
-        for edge_id, source, relation_type, target, props in rows:
-            if edge_id in seen:
-                continue
-            seen.add(edge_id)
-            relation = Relation(source, relation_type, target, props or {})
+        for relation_type, source, target, props in rows:
+            relation = Relation(
+                json.loads(source)["key"], relation_type, json.loads(target)["key"],
+                json.loads(props) if props else {},
+            )  # fmt: skip
             if relation.active or not active_only:
                 relations.append(relation)
         return relations
