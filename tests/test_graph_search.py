@@ -170,3 +170,15 @@ def test_without_age_graph_calls_answer_503_and_search_has_no_graph_lane(
         assert result.hits  # the other lanes still answer
     finally:
         elephant.db.capabilities = detected
+
+
+def test_empty_batches_are_a_clear_invalid_input(elephant: Elephant) -> None:
+    import pytest
+
+    from app.errors import InvalidInput
+
+    for call in (ops.create_entities, ops.create_relations, ops.add_observations):
+        with pytest.raises(InvalidInput, match="give at least one"):
+            call(elephant, "lane", [])
+    with pytest.raises(InvalidInput, match="give at least one"):
+        ops.invalidate_observations(elephant, "lane", [])

@@ -354,7 +354,13 @@ def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> Non
             "SELECT ag_catalog.create_vlabel(%s::cstring, %s::cstring)", (graph, ENTITY_LABEL)
         )
         table = sql.Identifier(graph, ENTITY_LABEL)
-        conn.execute(sql.SQL("CREATE UNIQUE INDEX ON {} (id)").format(table))
+        # AGE 1.7 creates the id key and the edge start/end indexes itself; older
+        # versions do not. Same names as AGE's, so nothing is built twice.
+        conn.execute(
+            sql.SQL("CREATE UNIQUE INDEX IF NOT EXISTS {} ON {} (id)").format(
+                sql.Identifier(f"{ENTITY_LABEL}_pkey"), table
+            )
+        )
         conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (properties)").format(table))
         # One vertex per key, whatever the concurrency.
         conn.execute(
@@ -370,8 +376,12 @@ def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> Non
             "SELECT ag_catalog.create_elabel(%s::cstring, %s::cstring)", (graph, relation_type)
         )
         table = sql.Identifier(graph, relation_type)
-        conn.execute(sql.SQL("CREATE INDEX ON {} (start_id)").format(table))
-        conn.execute(sql.SQL("CREATE INDEX ON {} (end_id)").format(table))
+        for column in ("start_id", "end_id"):
+            conn.execute(
+                sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} ({})").format(
+                    sql.Identifier(f"{relation_type}_{column}_idx"), table, sql.Identifier(column)
+                )
+            )
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA ag_catalog TO {}").format(role))
     conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(schema, role))
     conn.execute(

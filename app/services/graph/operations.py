@@ -337,19 +337,27 @@ def record(elephant: Elephant, tenant: str, request: RecordIn) -> dict[str, Any]
     return _write(elephant, tenant, _plan(elephant, request), source="record")
 
 
+def _require(items: Sequence[object], name: str) -> None:
+    if not items:
+        raise InvalidInput(f"{name}: give at least one")
+
+
 def create_entities(elephant: Elephant, tenant: str, entities: list[EntityIn]) -> dict[str, Any]:
+    _require(entities, "entities")
     return record(elephant, tenant, RecordIn(entities=entities))
 
 
 def create_relations(
     elephant: Elephant, tenant: str, relations: list[RelationIn]
 ) -> dict[str, Any]:
+    _require(relations, "relations")
     return record(elephant, tenant, RecordIn(relations=relations))
 
 
 def add_observations(
     elephant: Elephant, tenant: str, observations: list[ObservationsIn]
 ) -> dict[str, Any]:
+    _require(observations, "observations")
     return record(elephant, tenant, RecordIn(observations=observations))
 
 
@@ -430,6 +438,8 @@ def invalidate_observations(
     elephant: Elephant, tenant: str, items: list[ObservationRefs], reason: str | None = None
 ) -> dict[str, Any]:
     """No longer true: validity closed, row kept (search hides it unless include_expired)."""
+    graph_store(elephant)
+    _require(items, "observations")
     closed = 0
     with elephant.db.tenant(tenant) as conn:
         for item in items:
@@ -444,6 +454,8 @@ def delete_observations(
     elephant: Elephant, tenant: str, items: list[ObservationRefs]
 ) -> dict[str, Any]:
     """Removes the rows (for mistakes and erasure); prefer invalidate_observations."""
+    graph_store(elephant)
+    _require(items, "observations")
     deleted = 0
     with elephant.db.tenant(tenant) as conn:
         for item in items:
