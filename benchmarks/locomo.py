@@ -22,8 +22,9 @@ Measured, for every question (categories 1 multi-hop, 2 temporal, 3 open-domain,
   results (the bar multi-hop questions really need).
 - lane ablations, each a full pass over categories 1-4: fused (default lanes,
   expansion off, the product default), windows-dense only, facts-dense only,
-  keyword only, and fused with expansion. A single-lane pass sizes its lane at
-  60 (= limit) so that recall@60 is not capped by the default lane size.
+  keyword only, fused with expansion, and fused without the graph lane. A
+  single-lane pass sizes its lane at 60 (= limit) so that recall@60 is not
+  capped by the default lane size.
 - latency: p50/p95 of search time and of the SQL statement alone (explain
   timings) over the fused pass.
 - --llm: answer generation from the fused top results and LLM-judge accuracy
@@ -179,22 +180,23 @@ PASSES = (
     Pass(
         "windows_dense",
         "windows-dense lane only (60), no expansion",
-        LaneSizes(windows=LIMIT, facts=0, keyword=0),
+        LaneSizes(windows=LIMIT, facts=0, keyword=0, graph=0),
         False,
     ),
     Pass(
         "facts_dense",
         "facts-dense lane only (60), no expansion",
-        LaneSizes(windows=0, facts=LIMIT, keyword=0),
+        LaneSizes(windows=0, facts=LIMIT, keyword=0, graph=0),
         False,
     ),
     Pass(
         "keyword",
         "keyword lane only (60 memories + 60 facts), no expansion",
-        LaneSizes(windows=0, facts=0, keyword=LIMIT),
+        LaneSizes(windows=0, facts=0, keyword=LIMIT, graph=0),
         False,
     ),
     Pass("fused_expand", "default lanes, expansion on (name variants)", LaneSizes(), True),
+    Pass("fused_no_graph", "default lanes without the graph lane", LaneSizes(graph=0), False),
 )
 
 

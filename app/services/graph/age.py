@@ -96,6 +96,8 @@ class AGEGraphStore:
         if tenant in self._ready:
             return True
         row = conn.execute("SELECT 1 FROM graphs WHERE tenant_id = %s", (tenant,)).fetchone()
+        if row is not None:
+            self._ready.add(tenant)  # graphs are only ever dropped with the whole schema
         return row is not None
 
     def ensure(self, tenant: str) -> None:
@@ -198,18 +200,24 @@ class AGEGraphStore:
     def relations(
         self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
     ) -> list[Relation]:
-        """Edges touching the keys, both directions, read from AGE's label tables in SQL.
+        return self.entities_with_relations(conn, tenant, keys, active_only=active_only)[1]
 
-        The Cypher form (UNWIND + MATCH) is planned with a guessed 1000 rows per
-        UNWIND and hash-joins every edge of the graph (~17 ms at 30k edges and
-        growing); this statement walks the start_id / end_id indexes instead.
+    def entities_with_relations(
+        self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
+    ) -> tuple[dict[str, Entity], list[Relation]]:
+        """The entities among the keys and every edge touching them: one statement.
+
+        Read from AGE's label tables in SQL: the Cypher form (UNWIND + MATCH) is
+        planned with a guessed 1000 rows per UNWIND and hash-joins every edge of
+        the graph (~17 ms at 30k edges and growing); this walks the key index and
+        the start_id / end_id indexes instead.
         """
         if not keys:
-            return []
+            return {}, []
         statement = sql.SQL(
             """
-            WITH seeds AS (
-                SELECT e.id FROM {entity} AS e
+            WITH seeds AS MATERIALIZED (
+                SELECT e.id, e.properties FROM {entity} AS e
                 WHERE ag_catalog.agtype_access_operator(
                           VARIADIC ARRAY[e.properties, '"key"'::ag_catalog.agtype])
                       OPERATOR(ag_catalog.=) ANY (
@@ -223,27 +231,36 @@ class AGEGraphStore:
                 SELECT r.id, r.tableoid, r.start_id, r.end_id, r.properties FROM {edges} AS r
                 WHERE r.end_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM seeds)
             )
-            SELECT c.relname::text, a.properties::text, b.properties::text, t.properties::text
+            SELECT NULL::text, s.properties::text, NULL::text, NULL::text, NULL::bigint
+            FROM seeds AS s
+            UNION ALL
+            SELECT c.relname::text, a.properties::text, b.properties::text, t.properties::text,
+                   t.id::text::bigint
             FROM touching AS t
             JOIN pg_catalog.pg_class AS c ON c.oid = t.tableoid
             JOIN {entity} AS a ON a.id OPERATOR(ag_catalog.=) t.start_id
             JOIN {entity} AS b ON b.id OPERATOR(ag_catalog.=) t.end_id
-            ORDER BY t.id
+            ORDER BY 5 NULLS FIRST
             """
         ).format(
             entity=sql.Identifier(graph_name(tenant), ENTITY_LABEL),
             edges=sql.Identifier(graph_name(tenant), "_ag_label_edge"),
         )
         rows = conn.execute(statement, (list(dict.fromkeys(keys)),)).fetchall()
+        entities: dict[str, Entity] = {}
         relations = []
-        for relation_type, source, target, props in rows:
+        for relation_type, source, target, props, _edge_id in rows:
+            if relation_type is None:
+                entity = _entity(json.loads(source))
+                entities[entity.key] = entity
+                continue
             relation = Relation(
                 json.loads(source)["key"], relation_type, json.loads(target)["key"],
                 json.loads(props) if props else {},
             )  # fmt: skip
             if relation.active or not active_only:
                 relations.append(relation)
-        return relations
+        return entities, relations
 
     def create_relations(
         self, conn: Connection, tenant: str, relations: Sequence[Relation]

@@ -147,11 +147,12 @@ def lane_entities(
     store = elephant.graph
     if not store.exists(conn, tenant):
         return [], []
-    named = list(store.entities(conn, tenant, query_candidates(query)))
-    if not named:
-        return [], []
+    found, relations = store.entities_with_relations(
+        conn, tenant, query_candidates(query), active_only=True
+    )
+    named = list(found)
     neighbours: list[str] = []
-    for relation in store.relations(conn, tenant, named, active_only=True):
+    for relation in relations:
         if relation.relation_type == "mentions" and relation.properties.get("source") == "ingest":
             # Co-occurrence found by the extractor: the dense lanes see it already, and
             # following it made LoCoMo recall@1 worse (0.509 → 0.487); curated edges count.

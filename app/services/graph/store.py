@@ -87,6 +87,12 @@ class GraphStore(Protocol):
         """Every relation touching one of the keys, both directions."""
         ...
 
+    def entities_with_relations(
+        self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
+    ) -> tuple[dict[str, Entity], list[Relation]]:
+        """The entities among the keys and the relations touching them, in one read."""
+        ...
+
     def create_relations(
         self, conn: Connection, tenant: str, relations: Sequence[Relation]
     ) -> None: ...
