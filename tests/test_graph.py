@@ -636,6 +636,7 @@ def test_search_nodes_is_bounded_and_says_so(elephant: Elephant) -> None:
     assert reads.search_nodes(elephant, tenant, "widget", domain="music")["total_matched"] == 0
     assert reads.search_nodes(elephant, tenant, "widget", entity_type="file")["total_matched"] == 30
     assert reads.search_nodes(elephant, tenant, "widget", entity_type="task")["total_matched"] == 0
+    bad: dict[str, Any]
     for bad in ({"limit": 0}, {"limit": 201}, {"max_relations": -1}):
         with pytest.raises(InvalidInput, match=next(iter(bad))):
             reads.search_nodes(elephant, tenant, "widget", **bad)

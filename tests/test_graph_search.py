@@ -36,7 +36,7 @@ def test_ingest_upserts_speakers_and_names_and_links_facts(elephant: Elephant) -
     result = commit_conversation(
         elephant, tenant, ConversationIn.model_validate(CONVERSATION), wait=True
     )
-    assert result.facts > 0
+    assert result.facts is not None and result.facts > 0
     opened = reads.open_nodes(elephant, tenant, ["Caroline", "Melanie"])
     assert opened["missing"] == []
     caroline, melanie = opened["entities"]
@@ -68,7 +68,7 @@ def test_a_graph_failure_never_loses_the_facts(elephant: Elephant) -> None:
             NoteIn(text="Dana adopted a greyhound named Comet in Denver"),
             wait=True,
         )
-        assert result.job_status == "done" and result.facts > 0
+        assert result.job_status == "done" and result.facts is not None and result.facts > 0
         with elephant.db.tenant(tenant) as conn:
             stored = conn.execute("SELECT count(*) FROM facts").fetchone()
             links = conn.execute("SELECT count(*) FROM fact_entities").fetchone()
