@@ -305,6 +305,104 @@ def search_command(query: str, tenant: str | None, limit: int | None, explain: b
 
 
 @main.group()
+def graph() -> None:
+    """The knowledge graph from the shell (prints JSON)."""
+
+
+@contextmanager
+def _opened() -> Iterator[tuple[Any, str]]:
+    """The runtime and the default tenant, closed afterwards."""
+    from app.services.runtime import Elephant
+
+    settings = _settings()
+    elephant = Elephant.open(settings)
+    try:
+        yield elephant, settings.tenant.default
+    finally:
+        elephant.close()
+
+
+def _print(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, default=str))
+
+
+@graph.command(name="search")
+@click.argument("query")
+@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
+@click.option("--domain", default=None, help="Only this subject domain.")
+@click.option("--type", "entity_type", default=None, help="Only this entity type.")
+@click.option("--limit", type=click.IntRange(1, 200), default=10, help="1-200 entities.")
+@_friendly_errors
+def graph_search(
+    query: str, tenant: str | None, domain: str | None, entity_type: str | None, limit: int
+) -> None:
+    """Entities by name, then by what their observations say."""
+    from app.services.graph import reads
+
+    with _opened() as (elephant, default):
+        _print(
+            reads.search_nodes(
+                elephant, tenant or default, query, domain=domain, entity_type=entity_type,
+                limit=limit,
+            )
+        )  # fmt: skip
+
+
+@graph.command(name="open")
+@click.argument("names", nargs=-1, required=True)
+@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
+@_friendly_errors
+def graph_open(names: tuple[str, ...], tenant: str | None) -> None:
+    """Entities with their active observations and current relations."""
+    from app.services.graph import reads
+
+    with _opened() as (elephant, default):
+        _print(reads.open_nodes(elephant, tenant or default, list(names)))
+
+
+@graph.command(name="show")
+@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
+@click.option("--offset", type=click.IntRange(0), default=0, help="Entities to skip.")
+@click.option("--limit", type=click.IntRange(1, 200), default=50, help="Entities per page.")
+@click.option("--full", is_flag=True, help="Observations and relations, not just counts.")
+@_friendly_errors
+def graph_show(tenant: str | None, offset: int, limit: int, full: bool) -> None:
+    """One page of the graph in name order."""
+    from app.services.graph import reads
+
+    with _opened() as (elephant, default):
+        _print(
+            reads.read_graph(
+                elephant, tenant or default, offset=offset, limit=limit, summary=not full
+            )
+        )
+
+
+@graph.command(name="record")
+@click.argument("path", type=click.File("r"))
+@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
+@_friendly_errors
+def graph_record(path: Any, tenant: str | None) -> None:
+    """Record {entities, relations, observations} from a JSON file ('-': stdin), all or nothing."""
+    from pydantic import ValidationError
+
+    from app.errors import InvalidInput
+    from app.services.graph import operations
+    from app.services.graph.models import RecordIn
+
+    try:
+        request = RecordIn.model_validate_json(path.read())
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
+            for error in exc.errors()
+        )
+        raise InvalidInput(problems) from None
+    with _opened() as (elephant, default):
+        _print(operations.record(elephant, tenant or default, request))
+
+
+@main.group()
 def config() -> None:
     """Inspect the configuration."""
 

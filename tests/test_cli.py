@@ -93,3 +93,37 @@ def test_config_reference_lists_every_key() -> None:
     assert result.exit_code == 0
     for key in ("database.url", "embedded.tcp", "server.port", "embedding.dim", "data_dir"):
         assert f"`{key}`" in result.output
+
+
+def test_graph_commands_record_open_search_show(settings: Settings, db: Database) -> None:
+    import json
+
+    env = {
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+        "ELEPHANT_TENANT_DEFAULT": "cli-graph",
+    }
+    body = {
+        "entities": [
+            {"name": "Parser", "entity_type": "artifact", "observations": ["Reads OFX files"]},
+            {"name": "OFX", "entity_type": "concept"},
+        ],
+        "relations": [{"source": "Parser", "relation_type": "uses", "target": "OFX"}],
+    }
+    runner = CliRunner()
+    recorded = runner.invoke(main, ["graph", "record", "-"], input=json.dumps(body), env=env)
+    assert recorded.exit_code == 0, recorded.output
+    assert json.loads(recorded.output)["entities_created"] == ["Parser", "OFX"]
+    opened = runner.invoke(main, ["graph", "open", "parser"], env=env)
+    node = json.loads(opened.output)["entities"][0]
+    assert node["observations"][0]["content"] == "Reads OFX files"
+    assert node["relations"][0]["target"] == "OFX"
+    found = runner.invoke(main, ["graph", "search", "pars", "--limit", "1"], env=env)
+    assert json.loads(found.output)["entities"][0]["name"] == "Parser"
+    shown = runner.invoke(main, ["graph", "show", "--limit", "1"], env=env)
+    assert json.loads(shown.output)["next_offset"] == 1
+    bad = {"relations": [{"source": "Parser", "relation_type": "adores", "target": "OFX"}]}
+    refused = runner.invoke(main, ["graph", "record", "-"], input=json.dumps(bad), env=env)
+    assert refused.exit_code == 1 and "unknown relation type 'adores'" in refused.output
+    malformed = runner.invoke(main, ["graph", "record", "-"], input='{"entitys": []}', env=env)
+    assert malformed.exit_code == 1 and "entitys" in malformed.output
