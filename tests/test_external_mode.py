@@ -10,6 +10,8 @@ import pytest
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.errors import DatabaseUnavailable
+from app.providers.embedder import Embedder
+from app.services.runtime import Elephant
 from tests.conftest import make_settings
 
 
@@ -40,3 +42,39 @@ def test_unreachable_external_database_is_a_clear_error(tmp_path: Path) -> None:
     db = Database(make_settings(tmp_path, database={"url": url}))
     with pytest.raises(DatabaseUnavailable, match="cannot connect to the database"):
         db.open()
+
+
+def test_external_mode_keeps_a_graph_as_the_app_role(
+    pg_server: EmbeddedPostgres,
+    tmp_path: Path,
+    new_database: Callable[..., str],
+    embedder: Embedder,
+) -> None:
+    from app.services.graph import operations, reads
+    from app.services.graph.models import EntityIn, RecordIn, RelationIn
+
+    name = new_database("external_graph", empty=True)
+    url = f"postgresql://postgres@/{name}?host={pg_server.socket_dir}&port={pg_server.port}"
+    settings = make_settings(tmp_path, database={"url": url})
+    db = Database(settings)
+    db.open()
+    elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+    try:
+        operations.record(
+            elephant,
+            "ext",
+            RecordIn(
+                entities=[
+                    EntityIn(name="Ledger", observations=["Balances every night"]),
+                    EntityIn(name="Clock"),
+                ],
+                relations=[RelationIn(source="Ledger", relation_type="uses", target="Clock")],
+            ),
+        )
+        node = reads.open_nodes(elephant, "ext", ["ledger"])["entities"][0]
+        assert node["relations"][0]["target"] == "Clock"
+        assert node["observations"][0]["content"] == "Balances every night"
+        with db.tenant("ext") as conn:
+            assert conn.execute("SELECT current_user").fetchone() == ("elephant_app",)
+    finally:
+        db.close()
