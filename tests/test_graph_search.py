@@ -10,7 +10,7 @@ from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.age import graph_name
 from app.services.graph.linking import query_candidates
-from app.services.graph.models import EntityIn, RecordIn, RelationIn
+from app.services.graph.models import EntityIn, RecordIn, RelationIn, ReviseIn
 from app.services.runtime import Elephant
 from app.services.search import SearchRequest, search
 
@@ -182,3 +182,35 @@ def test_empty_batches_are_a_clear_invalid_input(elephant: Elephant) -> None:
             call(elephant, "lane", [])
     with pytest.raises(InvalidInput, match="give at least one"):
         ops.invalidate_observations(elephant, "lane", [])
+
+
+def test_stats_count_the_graph(elephant: Elephant) -> None:
+    from app.services.stats import stats
+
+    tenant = "graph-stats"
+    ops.record(
+        elephant,
+        tenant,
+        RecordIn(
+            entities=[
+                EntityIn(name="Old API", observations=["Serves JSON over HTTP/1.1"]),
+                EntityIn(name="New API"),
+            ],
+            relations=[RelationIn(source="New API", relation_type="replaces", target="Old API")],
+        ),
+    )
+    ops.revise(
+        elephant,
+        tenant,
+        ReviseIn(entity="Old API", superseded_by="New API", observations=[]),
+    )
+    graph = stats(elephant, tenant)["graph"]
+    assert graph["available"] is True and graph["entities"] == 2
+    assert graph["relations"] == {"supersedes": {"current": 1, "closed": 0}}
+    assert graph["observations"] == 0  # the old API's observation was superseded
+    assert stats(elephant, "no-graph-here")["graph"] == {
+        "available": True,
+        "entities": 0,
+        "relations": {},
+        "observations": 0,
+    }

@@ -104,7 +104,7 @@ def reflect(
 @MEMORY.tool("read")
 def stats() -> dict[str, Any]:
     """Counts of what memory holds: memories by kind, facts by status, conversations,
-    turns, contradictions and background jobs."""
+    turns, contradictions, background jobs and the knowledge graph."""
     runtime = current()
     report = stats_service.stats(runtime.elephant, runtime.tenant())
     return {
@@ -115,6 +115,7 @@ def stats() -> dict[str, Any]:
         "turns": report["turns"],
         "contradictions": report["contradictions"],
         "jobs": report["jobs"],
+        "graph": report["graph"],
     }
 
 

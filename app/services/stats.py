@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.db.runtime import Connection
 from app.services import queue
 from app.services.runtime import Elephant
 
@@ -25,6 +26,7 @@ def stats(elephant: Elephant, tenant: str) -> dict[str, Any]:
             "(SELECT count(*) FROM contradictions)"
         ).fetchone()
         jobs = queue.counts(conn)
+        graph = _graph(elephant, conn, tenant)
         indexes = conn.execute(
             "SELECT t.relname, i.relname, am.amname, x.indisvalid, pg_relation_size(i.oid) "
             "FROM pg_index AS x JOIN pg_class AS i ON i.oid = x.indexrelid "
@@ -58,6 +60,7 @@ def stats(elephant: Elephant, tenant: str) -> dict[str, Any]:
         "turns": counts[1],
         "contradictions": counts[2],
         "jobs": jobs,
+        "graph": graph,
         "keyword_engine": _engine(elephant),
         "storage": {
             "note": "table and index sizes cover every tenant of the database",
@@ -67,6 +70,21 @@ def stats(elephant: Elephant, tenant: str) -> dict[str, Any]:
                 for table, name, method, valid, size in indexes
             ],
         },
+    }
+
+
+def _graph(elephant: Elephant, conn: Connection, tenant: str) -> dict[str, Any]:
+    from app.services.graph.linking import graph_available
+
+    if not graph_available(elephant):
+        return {"available": False}
+    observations = conn.execute(
+        "SELECT count(*) FROM facts WHERE observation_kind IS NOT NULL AND status = 'active'"
+    ).fetchone()
+    return {
+        "available": True,
+        **elephant.graph.counts(conn, tenant),
+        "observations": int(observations[0]) if observations else 0,
     }
 
 

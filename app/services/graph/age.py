@@ -115,6 +115,28 @@ class AGEGraphStore:
             _provision(conn, tenant, self.db.settings.database.app_role)
             self._ready.add(tenant)
 
+    def counts(self, conn: Connection, tenant: str) -> dict[str, Any]:
+        """Entities, and relations per type (current / closed), for stats."""
+        if not self.exists(conn, tenant):
+            return {"entities": 0, "relations": {}}
+        entities = conn.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(
+                sql.Identifier(graph_name(tenant), ENTITY_LABEL)
+            )
+        ).fetchone()
+        rows = conn.execute(
+            sql.SQL(
+                "SELECT c.relname::text, (r.properties::text::jsonb ->> 'valid_to') IS NULL, "
+                "count(*) FROM {} AS r JOIN pg_catalog.pg_class AS c ON c.oid = r.tableoid "
+                "GROUP BY 1, 2 ORDER BY 1"
+            ).format(sql.Identifier(graph_name(tenant), "_ag_label_edge"))
+        ).fetchall()
+        relations: dict[str, dict[str, int]] = {}
+        for relation_type, current, count in rows:
+            entry = relations.setdefault(relation_type, {"current": 0, "closed": 0})
+            entry["current" if current else "closed"] += int(count)
+        return {"entities": int(entities[0]) if entities else 0, "relations": relations}
+
     # ------------------------------------------------------------ entities
 
     def entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, Entity]:
