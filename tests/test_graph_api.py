@@ -347,3 +347,33 @@ def test_disabled_graph_answers_503(settings: Settings, elephant: Elephant) -> N
             assert get(disabled, "/graph/search", "api-off", q="x").status_code == 503
     finally:
         runtime.close_providers()
+
+
+def test_invalidate_relations_and_open_as_of_over_http(client: Client) -> None:
+    tenant = "api-as-of"
+    ok(
+        post(
+            client,
+            "/graph/record",
+            {
+                "entities": [{"name": "Search"}, {"name": "Solr"}],
+                "relations": [{"source": "Search", "relation_type": "uses", "target": "Solr"}],
+            },
+            tenant,
+        ),
+        201,
+    )
+    opened = ok(post(client, "/graph/open", {"names": ["Search"]}, tenant))
+    stamp = opened["entities"][0]["relations"][0]["valid_from"]
+    body = {"relations": [{"source": "Search", "relation_type": "uses", "target": "Solr"}]}
+    assert ok(post(client, "/graph/relations/invalidate", body, tenant)) == {
+        "relations_invalidated": 1
+    }
+    refused = post(client, "/graph/relations/invalidate", body, tenant)
+    assert refused.status_code == 422 and "no current relation" in refused.json()["message"]
+    now = ok(post(client, "/graph/open", {"names": ["Search"]}, tenant))
+    assert now["entities"][0]["relations"] == []
+    then = ok(post(client, "/graph/open", {"names": ["Search"], "as_of": stamp}, tenant))
+    assert then["entities"][0]["relations"][0]["target"] == "Solr"
+    bad = post(client, "/graph/open", {"names": ["Search"], "as_of": "not a date"}, tenant)
+    assert bad.status_code == 422 and "as_of" in bad.text

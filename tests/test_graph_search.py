@@ -214,3 +214,64 @@ def test_stats_count_the_graph(elephant: Elephant) -> None:
         "relations": {},
         "observations": 0,
     }
+
+
+def test_open_nodes_as_of_shows_the_graph_as_it_was(elephant: Elephant) -> None:
+    from datetime import UTC, datetime
+
+    import pytest
+
+    from app.errors import InvalidInput
+    from app.services.graph.models import RelationRef
+
+    tenant = "as-of"
+    ops.record(
+        elephant,
+        tenant,
+        RecordIn(
+            entities=[
+                EntityIn(name="Billing", observations=["Runs nightly at 02:00"]),
+                EntityIn(name="Cron"),
+                EntityIn(name="Stripe"),
+            ],
+            relations=[
+                RelationIn(source="Billing", relation_type="uses", target="Cron"),
+                RelationIn(source="Billing", relation_type="depends_on", target="Stripe"),
+            ],
+        ),
+    )
+    before = datetime.now(UTC)
+    ops.invalidate_relations(
+        elephant,
+        tenant,
+        [RelationRef(source="billing", relation_type="depends on", target="stripe")],
+    )
+    with pytest.raises(InvalidInput, match="no current relation billing -depends_on-> stripe"):
+        ops.invalidate_relations(
+            elephant,
+            tenant,
+            [RelationRef(source="billing", relation_type="depends_on", target="stripe")],
+        )
+    revised = ops.revise(
+        elephant,
+        tenant,
+        ReviseIn(
+            entity="Billing",
+            superseded_by="Billing v2",
+            superseding_entity=EntityIn(name="Billing v2", observations=["Runs on events"]),
+        ),
+    )
+    assert revised["relations_closed"] == 1  # uses -> Cron; the supersedes edge stays
+
+    now = reads.open_nodes(elephant, tenant, ["Billing", "Billing v2"])["entities"]
+    assert now[0]["observations"] == [] and now[0]["valid_to"] is not None
+    assert [(r["source"], r["relation_type"]) for r in now[0]["relations"]] == [
+        ("Billing v2", "supersedes")
+    ]
+    then = reads.open_nodes(elephant, tenant, ["Billing", "Billing v2"], as_of=before)
+    assert then["missing"] == ["Billing v2"]  # did not exist yet
+    billing = then["entities"][0]
+    assert [o["content"] for o in billing["observations"]] == ["Runs nightly at 02:00"]
+    assert billing["observations"][0]["status_now"] == "superseded"
+    assert sorted(r["relation_type"] for r in billing["relations"]) == ["depends_on", "uses"]
+    assert all(r["valid_to"] is not None for r in billing["relations"])

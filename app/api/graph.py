@@ -18,6 +18,7 @@ from app.services.graph.models import (
     InvalidateIn,
     NamesIn,
     ObservationRefsIn,
+    OpenIn,
     RecordIn,
     RelationRefsIn,
     RelationsIn,
@@ -130,6 +131,20 @@ class GraphController(Controller):
         return ops.delete_entities(elephant, tenant_from(request, elephant), data.names)
 
     @post(
+        "/relations/invalidate",
+        sync_to_thread=True,
+        status_code=200,
+        summary="Relations no longer true: valid_to set, edges kept",
+    )
+    def invalidate_relations(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[RelationRefsIn],
+    ) -> dict[str, Any]:
+        return ops.invalidate_relations(elephant, tenant_from(request, elephant), data.relations)
+
+    @post(
         "/observations/delete",
         sync_to_thread=True,
         status_code=200,
@@ -187,9 +202,11 @@ class GraphController(Controller):
         self,
         request: Request[Any, Any, Any],
         elephant: NamedDependency[Elephant],
-        data: JSONBody[NamesIn],
+        data: JSONBody[OpenIn],
     ) -> dict[str, Any]:
-        return reads.open_nodes(elephant, tenant_from(request, elephant), data.names)
+        return reads.open_nodes(
+            elephant, tenant_from(request, elephant), data.names, as_of=data.as_of
+        )
 
     @get("/entities", sync_to_thread=True, summary="One page of the graph, in name order")
     def read_graph(

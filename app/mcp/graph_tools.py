@@ -20,6 +20,7 @@ from app.services.graph.models import (
     EntityIn,
     ObservationRefs,
     ObservationsIn,
+    OpenIn,
     RecordIn,
     RelationIn,
     RelationRef,
@@ -80,11 +81,18 @@ def search_nodes(
 
 
 @GRAPH_TOOLS.tool("read")
-def open_nodes(names: Names) -> dict[str, Any]:
+def open_nodes(
+    names: Names,
+    as_of: Annotated[
+        str | None,
+        Field(description="ISO date: the entities as they were then (default: current)."),
+    ] = None,
+) -> dict[str, Any]:
     """Entities by name with their active observations (id, kind, content) and current
     relations; names not in the graph are listed under missing."""
     runtime = current()
-    return reads.open_nodes(runtime.elephant, runtime.tenant(), names)
+    when = OpenIn(names=names, as_of=as_of).as_of
+    return reads.open_nodes(runtime.elephant, runtime.tenant(), names, as_of=when)
 
 
 @GRAPH_TOOLS.tool("read")

@@ -158,3 +158,11 @@ class RelationRefsIn(_In):
 
 class NamesIn(_In):
     names: list[EntityName] = Field(min_length=1, max_length=200, description="Entity names.")
+
+
+class OpenIn(NamesIn):
+    as_of: datetime | None = Field(
+        None, description="The graph as it was at this instant (default: now, current only)."
+    )
+
+    _parse_when = field_validator("as_of", mode="before")(parse_when)

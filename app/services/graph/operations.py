@@ -88,6 +88,9 @@ class _Plan:
     entities: dict[str, _EntityPlan] = field(default_factory=dict)
     relations: list[Relation] = field(default_factory=list)
     observations: list[_ObservationPlan] = field(default_factory=list)
+    # One instant for everything a call writes, so the graph "as of" that instant
+    # shows all of it or none of it.
+    stamp: str = field(default_factory=lambda: now_iso())
 
     def referenced(self) -> list[str]:
         keys = list(self.entities)
@@ -119,7 +122,7 @@ def _plan(elephant: Elephant, request: RecordIn) -> _Plan:
             ),
         )
         plan.observations += [_observation(obs, key) for obs in item.observations]
-    stamp = now_iso()
+    stamp = plan.stamp
     for index, relation in enumerate(request.relations):
         source = _key(relation.source, f"relations[{index}].source")
         target = _key(relation.target, f"relations[{index}].target")
@@ -204,7 +207,7 @@ def _apply(
             "entities, or create_entities), or add them to the same call; nothing was written",
             details={"missing": missing},
         )
-    stamp = now_iso()
+    stamp = plan.stamp
     created, merged = [], []
     for key, item in plan.entities.items():
         old = existing.get(key)
@@ -248,7 +251,9 @@ def _apply(
             )
     store.create_relations(conn, tenant, new_relations)
 
-    added = insert_observations(conn, tenant, plan.observations, vectors, names, source=source)
+    added = insert_observations(
+        conn, tenant, plan.observations, vectors, names, source=source, stamp=stamp
+    )
     if any(vector is None for vector in vectors):
         queue.enqueue(
             conn,
@@ -276,12 +281,13 @@ def insert_observations(
     names: dict[str, str],
     *,
     source: str,
+    stamp: str,
 ) -> list[str]:
     """Observation facts plus their `about` links; an active duplicate is skipped."""
     added: list[str] = []
     if not observations:
         return added
-    stamp = datetime.now(UTC)
+    valid_from = datetime.fromisoformat(stamp)
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO facts (tenant_id, subject, text, embedding, fact_type, confidence, "
@@ -296,7 +302,7 @@ def insert_observations(
                     o.content,
                     vector,
                     json.dumps([{"name": names.get(o.entity, o.entity), "key": o.entity}]),
-                    stamp,
+                    valid_from,
                     f"graph:{source}",
                     o.kind,
                     o.observation_key,
@@ -408,7 +414,7 @@ def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> 
     new = _key(request.superseded_by, "superseded_by")
     if old == new:
         raise InvalidInput("an entity cannot supersede itself: name a different superseded_by")
-    stamp = now_iso()
+    stamp = plan.stamp
     plan.relations.append(
         Relation(new, "supersedes", old, {"valid_from": stamp, "recorded_at": stamp,
                                           "epistemic": "assertion"})
@@ -424,9 +430,17 @@ def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> 
         if request.observations:
             ids = _match_observations(conn, old, request.entity, request.observations)
         else:
+            # The whole entity is superseded: its observations and its current relations
+            # (all but the new supersedes edge) end now, kept as history.
             ids = [row["id"] for row in active_observations(conn, [old])[old]]
             entity = store.entities(conn, tenant, [old])[old]
             store.update_entities(conn, tenant, [replace(entity, valid_to=stamp, updated_at=stamp)])
+            ending = [
+                r.triple
+                for r in store.relations(conn, tenant, [old], active_only=True)
+                if r.triple != (new, "supersedes", old)
+            ]
+            result["relations_closed"] = store.invalidate_relations(conn, tenant, ending, stamp)
         closed = _close_facts(
             conn, ids, status="superseded", reason=request.reason, by_entity=request.superseded_by
         )
@@ -448,6 +462,37 @@ def invalidate_observations(
             )
             closed += _close_facts(conn, ids, status="retracted", reason=reason, by_entity=None)
     return {"observations_invalidated": closed}
+
+
+def invalidate_relations(
+    elephant: Elephant, tenant: str, relations: list[RelationRef]
+) -> dict[str, Any]:
+    """No longer true: valid_to set on the current relation, the edge kept as history."""
+    store = graph_store(elephant)
+    _require(relations, "relations")
+    triples = [
+        (_key(r.source, "source"), vocab.relation_type(r.relation_type), _key(r.target, "target"))
+        for r in relations
+    ]
+    if not store_exists(elephant, tenant):
+        raise InvalidInput("this tenant has no graph yet: nothing to invalidate")
+    with elephant.db.tenant(tenant) as conn:
+        current = {
+            r.triple
+            for r in store.relations(
+                conn, tenant, sorted({t[0] for t in triples}), active_only=True
+            )
+        }
+        missing = [t for t in triples if t not in current]
+        if missing:
+            listed = ", ".join(f"{s} -{t}-> {d}" for s, t, d in missing[:5])
+            raise InvalidInput(
+                f"no current relation {listed}: name current relations (source, "
+                "relation_type, target); nothing was changed",
+                details={"missing": [list(t) for t in missing]},
+            )
+        closed = store.invalidate_relations(conn, tenant, triples, now_iso())
+    return {"relations_invalidated": closed}
 
 
 def delete_observations(
@@ -509,26 +554,36 @@ def store_exists(elephant: Elephant, tenant: str) -> bool:
 # ------------------------------------------------------------------ observation rows
 
 
-def active_observations(conn: Connection, keys: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
+def active_observations(
+    conn: Connection, keys: Sequence[str], as_of: datetime | None = None
+) -> dict[str, list[dict[str, Any]]]:
+    """Observations true now (status active), or at ``as_of``: inside their validity,
+    whatever happened to them since (an invalidated one was true until its valid_to)."""
     rows = conn.execute(
         "SELECT fe.entity_key, f.id, f.text, coalesce(f.observation_kind, 'note'), f.source, "
-        "f.valid_from, f.recorded_at FROM fact_entities AS fe JOIN facts AS f ON f.id = fe.fact_id "
-        "WHERE fe.entity_key = ANY(%s) AND fe.link = 'about' AND f.status = 'active' "
+        "f.valid_from, f.valid_to, f.recorded_at, f.status "
+        "FROM fact_entities AS fe JOIN facts AS f ON f.id = fe.fact_id "
+        "WHERE fe.entity_key = ANY(%(keys)s) AND fe.link = 'about' AND CASE "
+        "  WHEN %(as_of)s::timestamptz IS NULL THEN f.status = 'active' "
+        "  ELSE (f.valid_from IS NULL OR f.valid_from <= %(as_of)s) "
+        "   AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s) END "
         "ORDER BY fe.entity_key, f.recorded_at, f.created_at, f.id",  # created_at: call order
-        (list(keys),),
+        {"keys": list(keys), "as_of": as_of},
     ).fetchall()
     found: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
-    for key, fact_id, text, kind, source, valid_from, recorded_at in rows:
-        found[key].append(
-            {
-                "id": str(fact_id),
-                "content": text,
-                "kind": kind,
-                "source": source,
-                "valid_from": valid_from.isoformat() if valid_from else None,
-                "recorded_at": recorded_at.isoformat(),
-            }
-        )
+    for key, fact_id, text, kind, source, valid_from, valid_to, recorded_at, status in rows:
+        item = {
+            "id": str(fact_id),
+            "content": text,
+            "kind": kind,
+            "source": source,
+            "valid_from": valid_from.isoformat() if valid_from else None,
+            "recorded_at": recorded_at.isoformat(),
+        }
+        if as_of is not None:
+            item["valid_to"] = valid_to.isoformat() if valid_to else None
+            item["status_now"] = status
+        found[key].append(item)
     return found
 
 

@@ -7,6 +7,7 @@ so an agent knows when to page or narrow instead of assuming it saw everything.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from app.db.runtime import Connection
@@ -45,6 +46,17 @@ def _names(
     return {key: entity.name for key, entity in store.entities(conn, tenant, sorted(keys)).items()}
 
 
+def _instant(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def _valid_at(props: dict[str, Any], as_of: datetime) -> bool:
+    start, end = props.get("valid_from"), props.get("valid_to")
+    return (start is None or _instant(datetime.fromisoformat(start)) <= as_of) and (
+        end is None or _instant(datetime.fromisoformat(end)) > as_of
+    )
+
+
 def _nodes(
     store: GraphStore,
     conn: Connection,
@@ -53,10 +65,18 @@ def _nodes(
     *,
     max_relations: int,
     max_observations: int,
+    as_of: datetime | None = None,
 ) -> list[dict[str, Any]]:
     keys = [entity.key for entity in entities]
-    observations = active_observations(conn, keys)
-    relations = store.relations(conn, tenant, keys, active_only=True)
+    observations = active_observations(conn, keys, as_of)
+    if as_of is None:
+        relations = store.relations(conn, tenant, keys, active_only=True)
+    else:
+        relations = [
+            r
+            for r in store.relations(conn, tenant, keys, active_only=False)
+            if _valid_at(r.properties, as_of)
+        ]
     names = _names(store, conn, tenant, relations)
     nodes = []
     for entity in entities:
@@ -82,8 +102,13 @@ def open_nodes(
     *,
     max_relations: int = 50,
     max_observations: int = 100,
+    as_of: datetime | None = None,
 ) -> dict[str, Any]:
-    """Named entities with their active observations and relations; unknown names listed."""
+    """Named entities with their active observations and relations; unknown names listed.
+
+    ``as_of``: the graph as it was then: relations and observations valid at that
+    instant, entities that existed (created before it, not yet superseded).
+    """
     if not names:
         raise InvalidInput("names: give at least one entity name")
     _bounded(len(names), "number of names", 1, MAX_LIMIT)
@@ -93,10 +118,13 @@ def open_nodes(
         if not store.exists(conn, tenant):
             return {"entities": [], "missing": list(names)}
         found = store.entities(conn, tenant, keys)
+        if as_of is not None:
+            as_of = _instant(as_of)
+            found = {k: e for k, e in found.items() if _valid_at(e.properties(), as_of)}
         ordered = [found[key] for key in dict.fromkeys(keys) if key in found]
         nodes = _nodes(
             store, conn, tenant, ordered, max_relations=max_relations,
-            max_observations=max_observations,
+            max_observations=max_observations, as_of=as_of,
         )  # fmt: skip
     missing = [name for name, key in zip(names, keys, strict=True) if key not in found]
     return {"entities": nodes, "missing": missing}
