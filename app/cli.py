@@ -288,20 +288,11 @@ def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> 
 @_friendly_errors
 def search_command(query: str, tenant: str | None, limit: int | None, explain: bool) -> None:
     """Hybrid search from the shell; prints JSON."""
-    from app.services.runtime import Elephant
     from app.services.search import SearchRequest, search
 
-    settings = _settings()
-    elephant = Elephant.open(settings)
-    try:
-        result = search(
-            elephant,
-            tenant or settings.tenant.default,
-            SearchRequest(query=query, limit=limit, explain=explain),
-        )
-        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
-    finally:
-        elephant.close()
+    with _opened() as (elephant, default):
+        request = SearchRequest(query=query, limit=limit, explain=explain)
+        _print(search(elephant, tenant or default, request).to_dict())
 
 
 @main.group()

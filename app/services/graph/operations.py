@@ -470,10 +470,7 @@ def invalidate_relations(
     """No longer true: valid_to set on the current relation, the edge kept as history."""
     store = graph_store(elephant)
     _require(relations, "relations")
-    triples = [
-        (_key(r.source, "source"), vocab.relation_type(r.relation_type), _key(r.target, "target"))
-        for r in relations
-    ]
+    triples = _triples(relations)
     if not store_exists(elephant, tenant):
         raise InvalidInput("this tenant has no graph yet: nothing to invalidate")
     with elephant.db.tenant(tenant) as conn:
@@ -534,15 +531,19 @@ def delete_relations(
     elephant: Elephant, tenant: str, relations: list[RelationRef]
 ) -> dict[str, Any]:
     store = graph_store(elephant)
-    triples = [
-        (_key(r.source, "source"), vocab.relation_type(r.relation_type), _key(r.target, "target"))
-        for r in relations
-    ]
+    triples = _triples(relations)
     if not store_exists(elephant, tenant):
         return {"relations_deleted": 0}
     with elephant.db.tenant(tenant) as conn:
         deleted = store.delete_relations(conn, tenant, triples)
     return {"relations_deleted": deleted}
+
+
+def _triples(relations: Sequence[RelationRef]) -> list[tuple[str, str, str]]:
+    return [
+        (_key(r.source, "source"), vocab.relation_type(r.relation_type), _key(r.target, "target"))
+        for r in relations
+    ]
 
 
 def store_exists(elephant: Elephant, tenant: str) -> bool:
