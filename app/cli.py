@@ -295,6 +295,22 @@ def search_command(query: str, tenant: str | None, limit: int | None, explain: b
         _print(search(elephant, tenant or default, request).to_dict())
 
 
+@main.command()
+@_friendly_errors
+def doctor() -> None:
+    """Check everything an operator would check by hand; exit 1 when a check fails."""
+    from app.services.doctor import diagnose
+
+    with _opened() as (elephant, _default):
+        report = diagnose(elephant)
+    marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
+    for check in report["checks"]:
+        click.echo(f"{marks[check['level']]}  {check['name']}: {check['detail']}")
+    click.echo(f"status: {report['status']}")
+    if report["status"] == "fail":
+        raise SystemExit(1)
+
+
 @main.group()
 def graph() -> None:
     """The knowledge graph from the shell (prints JSON)."""

@@ -1,0 +1,144 @@
+"""Doctor: every check an operator would run by hand, each ok / warn / fail with what to do.
+
+`/health` answers "is it up"; the doctor answers "is anything quietly wrong":
+schema or embedding drift, a model that no longer produces the recorded
+dimension, jobs that failed or hang, rows waiting for a vector, missing
+extensions, an unreachable reranker. Counts span every tenant (the migrator
+connection); the app role could only see one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+import psycopg
+
+from app.errors import ElephantError
+from app.services import queue
+from app.services.health import health
+from app.services.runtime import Elephant
+
+Level = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    level: Level
+    detail: str
+
+
+def diagnose(elephant: Elephant) -> dict[str, Any]:
+    checks = [*_database(elephant), _embedder(elephant), *_rows(elephant), _reranker(elephant)]
+    worst: Level = "ok"
+    for check in checks:
+        if check.level == "fail" or (check.level == "warn" and worst == "ok"):
+            worst = check.level
+    return {"status": worst, "checks": [asdict(check) for check in checks]}
+
+
+def _database(elephant: Elephant) -> list[Check]:
+    report = health(elephant.db)
+    database = report["database"]
+    if not database["reachable"]:
+        return [Check("database", "fail", database.get("error", "unreachable"))]
+    checks = [Check("database", "ok", f"{database['server_version']} ({report['version']})")]
+    schema = report["schema"]
+    checks.append(
+        Check("schema", "ok", f"at {schema['revision']}")
+        if schema["up_to_date"]
+        else Check(
+            "schema", "fail", f"at {schema['revision']}, head is {schema['head']}: run "
+            "`elephant migrate`",
+        )
+    )  # fmt: skip
+    embedding = report["embedding"]
+    checks.append(
+        Check("embedding dimension", "ok", f"{embedding['dim']} as recorded")
+        if embedding["dim_matches"]
+        else Check(
+            "embedding dimension", "fail",
+            f"configured {embedding['dim']} but the database was initialised with "
+            f"{embedding['db_dim']} ({embedding['db_model']}): configure that model, or use "
+            "a new database",
+        )
+    )  # fmt: skip
+    extensions = database["extensions"]
+    for name, purpose in (("age", "knowledge graph"), ("pg_textsearch", "BM25 keyword lane")):
+        state = extensions.get(name, {})
+        checks.append(
+            Check(name, "ok", f"{state.get('version')} installed")
+            if state.get("installed")
+            else Check(name, "warn", f"not installed, so no {purpose}: {state.get('note', '')}")
+        )
+    repaired = elephant.db.repaired_indexes
+    if repaired:
+        checks.append(
+            Check("bm25 statistics", "warn", f"rebuilt at start-up: {', '.join(repaired)}")
+        )
+    return checks
+
+
+def _embedder(elephant: Elephant) -> Check:
+    try:
+        vector = elephant.embedder.embed_queries(["doctor probe"])[0]
+    except ElephantError as exc:
+        return Check("embedder", "fail", f"cannot embed: {exc.message}")
+    size = len(vector)
+    if size != elephant.settings.embedding.dim:
+        return Check(
+            "embedder",
+            "fail",
+            f"{elephant.settings.embedding.model} returns {size} dimensions, embedding.dim is "
+            f"{elephant.settings.embedding.dim}",
+        )
+    return Check("embedder", "ok", f"{elephant.settings.embedding.model}, {size} dimensions")
+
+
+def _rows(elephant: Elephant) -> list[Check]:
+    lease = queue.LEASE_SECONDS  # after this a running job is claimed again
+    try:
+        with elephant.db.admin_connection() as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM jobs WHERE status = 'failed'), "
+                "(SELECT count(*) FROM jobs WHERE status = 'running' "
+                "   AND locked_at < now() - make_interval(secs => %s)), "
+                "(SELECT count(*) FROM jobs WHERE status = 'queued'), "
+                "(SELECT count(*) FROM memories WHERE embedding IS NULL), "
+                "(SELECT count(*) FROM facts WHERE embedding IS NULL)",
+                (lease,),
+            ).fetchone()
+    except (ElephantError, psycopg.Error) as exc:
+        return [Check("queue", "fail", f"cannot read the queue: {exc}")]
+    assert row is not None
+    failed, stuck, queued, memories, facts = (int(value) for value in row)
+    checks = [
+        Check("failed jobs", "warn", f"{failed} failed for good: see GET /jobs?status=failed")
+        if failed
+        else Check("failed jobs", "ok", "none"),
+        Check("stuck jobs", "warn", f"{stuck} running for over {lease} s: a worker died?")
+        if stuck
+        else Check("stuck jobs", "ok", f"none ({queued} queued)"),
+    ]
+    missing = memories + facts
+    checks.append(
+        Check(
+            "vectors", "warn",
+            f"{memories} memories and {facts} facts wait for a vector: the embed_memories job "
+            "fills them once the embedder answers (a worker must run)",
+        )
+        if missing
+        else Check("vectors", "ok", "every memory and fact has one")
+    )  # fmt: skip
+    return checks
+
+
+def _reranker(elephant: Elephant) -> Check:
+    if elephant.reranker is None or not elephant.settings.reranker.enabled:
+        return Check("reranker", "ok", "off (search keeps the fused order)")
+    try:
+        elephant.reranker.rerank("doctor probe", ["a probe document"])
+    except ElephantError as exc:
+        return Check("reranker", "warn", f"{exc.message}: search falls back to the fused order")
+    return Check("reranker", "ok", f"answers at {elephant.settings.reranker.url}")

@@ -1,0 +1,81 @@
+"""The doctor: real database, real embedder; faults are made for real (rows, a dead port)."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from app.cli import main
+from app.config import Settings
+from app.db import Database
+from app.providers.embedder import Embedder
+from app.services.doctor import diagnose
+from app.services.runtime import Elephant
+from tests.conftest import free_port
+
+
+def _levels(report: dict[str, object]) -> dict[str, str]:
+    checks = report["checks"]
+    assert isinstance(checks, list)
+    return {check["name"]: check["level"] for check in checks}
+
+
+def test_a_healthy_install_is_ok(elephant: Elephant) -> None:
+    report = diagnose(elephant)
+    levels = _levels(report)
+    assert report["status"] == "ok", report
+    assert {"database", "schema", "embedding dimension", "age", "pg_textsearch", "embedder",
+            "failed jobs", "stuck jobs", "vectors", "reranker"} <= set(levels)  # fmt: skip
+
+
+def test_failed_jobs_and_missing_vectors_are_warnings(elephant: Elephant, db: Database) -> None:
+    with db.tenant("doctor") as conn:
+        conn.execute(
+            "INSERT INTO jobs (tenant_id, kind, payload, status, max_attempts) "
+            "VALUES ('doctor', 'extract_facts', '{}', 'failed', 1)"
+        )
+        conn.execute(
+            "INSERT INTO memories (tenant_id, kind, text, content_hash) "
+            "VALUES ('doctor', 'note', 'waiting for a vector', 'doctor-h1')"
+        )
+    try:
+        report = diagnose(elephant)
+        levels = _levels(report)
+        assert report["status"] == "warn"
+        assert levels["failed jobs"] == "warn" and levels["vectors"] == "warn"
+        details = {c["name"]: c["detail"] for c in report["checks"]}  # type: ignore[attr-defined]
+        assert details["failed jobs"].startswith("1 failed")
+        assert details["vectors"].startswith("1 memories and 0 facts")
+    finally:
+        with db.tenant("doctor") as conn:
+            conn.execute("DELETE FROM jobs WHERE tenant_id = 'doctor'")
+            conn.execute("DELETE FROM memories WHERE tenant_id = 'doctor'")
+
+
+def test_an_unreachable_reranker_is_a_warning(
+    settings: Settings, db: Database, embedder: Embedder
+) -> None:
+    reranker = settings.reranker.model_copy(
+        update={"enabled": True, "url": f"http://127.0.0.1:{free_port()}", "timeout_s": 1.0}
+    )
+    runtime = Elephant(
+        settings=settings.model_copy(update={"reranker": reranker}),
+        db=db,
+        embedder=embedder,
+        llm=None,
+    )
+    try:
+        report = diagnose(runtime)
+        assert _levels(report)["reranker"] == "warn"
+        assert report["status"] == "warn"
+    finally:
+        runtime.close_providers()
+
+
+def test_cli_doctor_prints_every_check(settings: Settings, db: Database) -> None:
+    env = {
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+    }
+    result = CliRunner().invoke(main, ["doctor"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "ok    schema: at " in result.output and result.output.strip().endswith("status: ok")
