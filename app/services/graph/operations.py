@@ -471,9 +471,9 @@ def invalidate_relations(
     store = graph_store(elephant)
     _require(relations, "relations")
     triples = _triples(relations)
-    if not store_exists(elephant, tenant):
-        raise InvalidInput("this tenant has no graph yet: nothing to invalidate")
     with elephant.db.tenant(tenant) as conn:
+        if not store.exists(conn, tenant):
+            raise InvalidInput("this tenant has no graph yet: nothing to invalidate")
         current = {
             r.triple
             for r in store.relations(
@@ -512,9 +512,9 @@ def delete_entities(elephant: Elephant, tenant: str, names: list[str]) -> dict[s
     """Entity, its relations and its observations go; facts that merely mention it stay."""
     store = graph_store(elephant)
     keys = [_key(name, "names") for name in names]
-    if not store_exists(elephant, tenant):
-        return {"entities_deleted": 0, "missing": names}
     with elephant.db.tenant(tenant) as conn:
+        if not store.exists(conn, tenant):
+            return {"entities_deleted": 0, "missing": names}
         found = store.entities(conn, tenant, keys)
         conn.execute(
             "DELETE FROM facts WHERE observation_kind IS NOT NULL AND id IN "
@@ -532,9 +532,9 @@ def delete_relations(
 ) -> dict[str, Any]:
     store = graph_store(elephant)
     triples = _triples(relations)
-    if not store_exists(elephant, tenant):
-        return {"relations_deleted": 0}
     with elephant.db.tenant(tenant) as conn:
+        if not store.exists(conn, tenant):
+            return {"relations_deleted": 0}
         deleted = store.delete_relations(conn, tenant, triples)
     return {"relations_deleted": deleted}
 
@@ -544,12 +544,6 @@ def _triples(relations: Sequence[RelationRef]) -> list[tuple[str, str, str]]:
         (_key(r.source, "source"), vocab.relation_type(r.relation_type), _key(r.target, "target"))
         for r in relations
     ]
-
-
-def store_exists(elephant: Elephant, tenant: str) -> bool:
-    store = graph_store(elephant)
-    with elephant.db.tenant(tenant) as conn:
-        return store.exists(conn, tenant)
 
 
 # ------------------------------------------------------------------ observation rows
