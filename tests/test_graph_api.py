@@ -8,16 +8,16 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from app.api import create_app
 from app.config import Settings
 from app.services.runtime import Elephant
+from tests.conftest import api_client
 
 Client = TestClient  # type: ignore[type-arg]
 
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, elephant: Elephant) -> Iterator[Client]:
-    with TestClient(app=create_app(settings, elephant)) as test_client:
+    with api_client(settings, elephant) as test_client:
         yield test_client
 
 
@@ -339,7 +339,7 @@ def test_disabled_graph_answers_503(settings: Settings, elephant: Elephant) -> N
     )
     runtime = Elephant(settings=off, db=elephant.db, embedder=elephant.embedder, llm=None)
     try:
-        with TestClient(app=create_app(off, runtime)) as disabled:
+        with api_client(off, runtime) as disabled:
             response = post(disabled, "/graph/record", {"entities": [{"name": "x"}]}, "api-off")
             assert response.status_code == 503, response.text
             body = response.json()

@@ -12,18 +12,17 @@ import httpx
 import pytest
 from litestar.testing import TestClient
 
-from app.api import create_app
 from app.config import Settings
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder
 from app.services.runtime import Elephant
-from tests.conftest import free_port
+from tests.conftest import api_client, free_port
 
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, elephant: Elephant) -> Iterator[TestClient]:  # type: ignore[type-arg]
-    with TestClient(app=create_app(settings, elephant)) as test_client:
+    with api_client(settings, elephant) as test_client:
         yield test_client
 
 
@@ -73,7 +72,7 @@ def test_health_degrades_while_database_is_down_and_recovers(
     db.open()
     elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
     try:
-        with TestClient(app=create_app(settings, elephant)) as client:
+        with api_client(settings, elephant) as client:
             assert client.get("/health").json()["status"] == "ok"
             assert db.embedded is not None
             EmbeddedPostgres(db.embedded.root).stop()  # the database goes away under us

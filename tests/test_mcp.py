@@ -20,7 +20,6 @@ from click.testing import CliRunner
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
 from fastmcp.exceptions import ToolError
-from litestar.testing import TestClient
 
 from app.api import create_app
 from app.cli import main
@@ -33,7 +32,7 @@ from app.mcp.registry import PROFILE_NAMES, PROFILES, Profile
 from app.mcp.server import build_server, specs
 from app.providers.embedder import Embedder
 from app.services.runtime import Elephant
-from tests.conftest import count_rows, free_port, make_settings
+from tests.conftest import api_client, count_rows, free_port, make_settings
 
 T = TypeVar("T")
 ELEPHANT = str(Path(sys.executable).parent / "elephant")
@@ -395,7 +394,7 @@ def test_the_mount_can_be_turned_off(settings: Settings, elephant: Elephant) -> 
         embedded={"database": settings.embedded.database},
         mcp={"mount_in_api": False},
     )
-    with TestClient(app=create_app(unmounted, elephant)) as client:
+    with api_client(unmounted, elephant) as client:
         assert client.post("/mcp", json={}).status_code == 404
         assert client.get("/health").status_code == 200
 

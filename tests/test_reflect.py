@@ -7,13 +7,12 @@ from collections.abc import Iterator
 import pytest
 from litestar.testing import TestClient
 
-from app.api import create_app
 from app.config import Settings
 from app.providers.llm import LLMError
 from app.services.commit import NoteIn, commit_note
 from app.services.reflect import ReflectIn, classify, context_block, reflect
 from app.services.runtime import Elephant
-from tests.conftest import count_rows
+from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM
 
 T = "reflector"
@@ -102,7 +101,7 @@ def test_context_block_keeps_whole_sources_within_budget() -> None:
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, seeded: Elephant) -> Iterator[TestClient]:  # type: ignore[type-arg]
-    with TestClient(app=create_app(settings, seeded)) as test_client:
+    with api_client(settings, seeded) as test_client:
         yield test_client
 
 

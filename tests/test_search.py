@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from app.api import create_app
 from app.config import Settings
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.runtime import Elephant
 from app.services.search import SearchRequest, prepare, search, statement, statement_params
+from tests.conftest import api_client
 
 Client = TestClient  # type: ignore[type-arg]
 T = "searcher"
@@ -68,7 +68,7 @@ def seeded(elephant: Elephant) -> Elephant:
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, seeded: Elephant) -> Iterator[Client]:
-    with TestClient(app=create_app(settings, seeded)) as test_client:
+    with api_client(settings, seeded) as test_client:
         yield test_client
 
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from litestar.testing import TestClient
 
-from app.api import create_app
 from app.config import Settings
 from app.providers.llm import LLMError
 from app.services.runtime import Elephant
@@ -22,7 +21,7 @@ from app.services.sessions import (
     offline_handoff,
     split_transcript,
 )
-from tests.conftest import count_rows
+from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM
 
 Client = TestClient  # type: ignore[type-arg]
@@ -40,7 +39,7 @@ Alice: Open question: how long do we keep raw transcripts
 
 @pytest.fixture(scope="module")
 def client(settings: Settings, elephant: Elephant) -> Iterator[Client]:
-    with TestClient(app=create_app(settings, elephant)) as test_client:
+    with api_client(settings, elephant) as test_client:
         yield test_client
 
 

@@ -6,25 +6,35 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 
 from litestar import Litestar
+from litestar.config.cors import CORSConfig
 from litestar.di import Provide
 from litestar.handlers import ASGIRouteHandler
 from litestar.openapi import OpenAPIConfig
+from litestar.routes import HTTPRoute
 
 from app import __version__
+from app.api.access import PUBLIC, AccessMiddleware, check_route_scopes
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.graph import GraphController
 from app.api.health import HealthController
+from app.api.keys import KeysController
 from app.api.memory import MemoryController
 from app.api.search import SearchController
 from app.api.sessions import SessionsController
 from app.config import Settings
 from app.db import Database
+from app.services.auth import TENANT_HEADER
 from app.services.runtime import Elephant
 
+OPENAPI_PATH = "/schema"
 
-def create_app(settings: Settings, elephant: Elephant | None = None) -> Litestar:
+
+def create_app(
+    settings: Settings, elephant: Elephant | None = None, *, bind: str | None = None
+) -> Litestar:
     """Build the app. Given an ``elephant`` the caller owns it; otherwise the app opens one
-    at start-up (with the in-process worker when worker.enabled) and closes it at shutdown."""
+    at start-up (with the in-process worker when worker.enabled) and closes it at shutdown.
+    ``bind`` (the address served on) joins the default allowed hosts."""
     holder: dict[str, Elephant] = {}
     if elephant is not None:
         holder["elephant"] = elephant
@@ -59,15 +69,26 @@ def create_app(settings: Settings, elephant: Elephant | None = None) -> Litestar
         mounts.append(mcp_endpoint)
         lifespan.append(mcp_lifespan)
 
-    return Litestar(
+    cors = None
+    if settings.server.cors_origins:
+        cors = CORSConfig(
+            allow_origins=list(settings.server.cors_origins),
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", TENANT_HEADER],
+        )
+    app = Litestar(
         route_handlers=[
             HealthController,
             GraphController,
+            KeysController,
             MemoryController,
             SearchController,
             SessionsController,
             *mounts,
         ],
+        middleware=[AccessMiddleware(settings, provide_elephant, bind)],
+        cors_config=cors,
+        request_max_body_size=settings.server.max_body_bytes,
         dependencies={
             "elephant": Provide(provide_elephant, sync_to_thread=False),
             "db": Provide(provide_db, sync_to_thread=False),
@@ -76,6 +97,19 @@ def create_app(settings: Settings, elephant: Elephant | None = None) -> Litestar
         on_startup=[startup],
         on_shutdown=[shutdown],
         lifespan=lifespan,
-        openapi_config=OpenAPIConfig(title="Elephant", version=__version__, path="/schema"),
+        openapi_config=OpenAPIConfig(title="Elephant", version=__version__, path=OPENAPI_PATH),
         debug=False,
     )
+    handlers = []
+    for route in app.routes:
+        for handler in (
+            route.route_handlers if isinstance(route, HTTPRoute) else [route.route_handler]
+        ):
+            implicit_options = set(getattr(handler, "http_methods", ())) == {"OPTIONS"}
+            if "scope" not in handler.opt and (
+                implicit_options or route.path.startswith(OPENAPI_PATH)
+            ):
+                handler.opt.update(PUBLIC)  # the API description, or which methods a path has
+            handlers.append((route.path, handler.opt))
+    check_route_scopes(handlers)
+    return app

@@ -1,4 +1,4 @@
-"""Request-scoped values shared by the controllers: the runtime and the tenant."""
+"""Request-scoped values shared by the controllers: the tenant the request acts for."""
 
 from __future__ import annotations
 
@@ -6,17 +6,24 @@ from typing import Any
 
 from litestar import Request
 
-from app.config import validate_tenant_id
-from app.errors import InvalidInput
+from app.api.access import Access
+from app.errors import Forbidden
+from app.services.auth import Principal
 from app.services.runtime import Elephant
 
-TENANT_HEADER = "X-Elephant-Tenant"
+
+def access_of(request: Request[Any, Any, Any]) -> Access:
+    access = request.scope.get("auth")
+    if not isinstance(access, Access):  # a route outside the access middleware: refuse
+        raise Forbidden("this request was not authorised")
+    return access
 
 
 def tenant_from(request: Request[Any, Any, Any], elephant: Elephant) -> str:
-    """The tenant named by the X-Elephant-Tenant header, else the configured default."""
-    value = request.headers.get(TENANT_HEADER) or elephant.settings.tenant.default
-    try:
-        return validate_tenant_id(value)
-    except ValueError as exc:
-        raise InvalidInput(f"{TENANT_HEADER}: {exc}") from None
+    """The tenant the access check settled: the key's own, or the one an all-tenant key named
+    in X-Elephant-Tenant (default: tenant.default)."""
+    return access_of(request).tenant
+
+
+def principal_of(request: Request[Any, Any, Any]) -> Principal:
+    return access_of(request).principal

@@ -7,11 +7,16 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import ValidationException
 
-from app.errors import ElephantError
+from app.errors import ElephantError, RateLimited, Unauthorized
 
 
 def elephant_error_handler(_: Request[Any, Any, Any], exc: ElephantError) -> Response[Any]:
-    return Response(content=exc.to_dict(), status_code=exc.status_code)
+    headers: dict[str, str] = {}
+    if isinstance(exc, Unauthorized):
+        headers["WWW-Authenticate"] = 'Bearer realm="elephant"'
+    if isinstance(exc, RateLimited):
+        headers["Retry-After"] = str(exc.retry_after_s)
+    return Response(content=exc.to_dict(), status_code=exc.status_code, headers=headers)
 
 
 def validation_error_handler(_: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:

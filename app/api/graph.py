@@ -8,6 +8,7 @@ from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
+from app.api.access import ADMIN, READ, WRITE
 from app.api.deps import tenant_from
 from app.services.graph import operations as ops
 from app.services.graph import reads
@@ -35,7 +36,12 @@ class GraphController(Controller):
 
     # ------------------------------------------------------------ writes
 
-    @post("/record", sync_to_thread=True, summary="Entities, relations, observations: all or none")
+    @post(
+        "/record",
+        sync_to_thread=True,
+        opt=WRITE,
+        summary="Entities, relations, observations: all or none",
+    )
     def record(
         self,
         request: Request[Any, Any, Any],
@@ -47,6 +53,7 @@ class GraphController(Controller):
     @post(
         "/decisions",
         sync_to_thread=True,
+        opt=WRITE,
         summary="A decision with its reason and each rejected alternative",
     )
     def record_decision(
@@ -60,6 +67,7 @@ class GraphController(Controller):
     @post(
         "/revise",
         sync_to_thread=True,
+        opt=WRITE,
         status_code=200,
         summary="Invalidate what is no longer true and link its replacement (supersedes)",
     )
@@ -71,7 +79,12 @@ class GraphController(Controller):
     ) -> dict[str, Any]:
         return ops.revise(elephant, tenant_from(request, elephant), data)
 
-    @post("/entities", sync_to_thread=True, summary="Create entities (existing ones are merged)")
+    @post(
+        "/entities",
+        sync_to_thread=True,
+        opt=WRITE,
+        summary="Create entities (existing ones are merged)",
+    )
     def create_entities(
         self,
         request: Request[Any, Any, Any],
@@ -80,7 +93,7 @@ class GraphController(Controller):
     ) -> dict[str, Any]:
         return ops.create_entities(elephant, tenant_from(request, elephant), data.entities)
 
-    @post("/relations", sync_to_thread=True, summary="Relate existing entities")
+    @post("/relations", sync_to_thread=True, opt=WRITE, summary="Relate existing entities")
     def create_relations(
         self,
         request: Request[Any, Any, Any],
@@ -89,7 +102,12 @@ class GraphController(Controller):
     ) -> dict[str, Any]:
         return ops.create_relations(elephant, tenant_from(request, elephant), data.relations)
 
-    @post("/observations", sync_to_thread=True, summary="Add observations to existing entities")
+    @post(
+        "/observations",
+        sync_to_thread=True,
+        opt=WRITE,
+        summary="Add observations to existing entities",
+    )
     def add_observations(
         self,
         request: Request[Any, Any, Any],
@@ -101,6 +119,7 @@ class GraphController(Controller):
     @post(
         "/observations/invalidate",
         sync_to_thread=True,
+        opt=WRITE,
         status_code=200,
         summary="Mark observations no longer true (kept, hidden from reads)",
     )
@@ -119,6 +138,7 @@ class GraphController(Controller):
     @post(
         "/entities/delete",
         sync_to_thread=True,
+        opt=ADMIN,
         status_code=200,
         summary="Delete entities with their relations and observations",
     )
@@ -133,6 +153,7 @@ class GraphController(Controller):
     @post(
         "/relations/invalidate",
         sync_to_thread=True,
+        opt=WRITE,
         status_code=200,
         summary="Relations no longer true: valid_to set, edges kept",
     )
@@ -147,6 +168,7 @@ class GraphController(Controller):
     @post(
         "/observations/delete",
         sync_to_thread=True,
+        opt=ADMIN,
         status_code=200,
         summary="Delete observations (prefer invalidate)",
     )
@@ -158,7 +180,13 @@ class GraphController(Controller):
     ) -> dict[str, Any]:
         return ops.delete_observations(elephant, tenant_from(request, elephant), data.observations)
 
-    @post("/relations/delete", sync_to_thread=True, status_code=200, summary="Delete relations")
+    @post(
+        "/relations/delete",
+        sync_to_thread=True,
+        opt=ADMIN,
+        status_code=200,
+        summary="Delete relations",
+    )
     def delete_relations(
         self,
         request: Request[Any, Any, Any],
@@ -169,7 +197,7 @@ class GraphController(Controller):
 
     # ------------------------------------------------------------ reads
 
-    @get("/search", sync_to_thread=True, summary="Entities matching a query, bounded")
+    @get("/search", sync_to_thread=True, opt=READ, summary="Entities matching a query, bounded")
     def search_nodes(
         self,
         request: Request[Any, Any, Any],
@@ -195,6 +223,7 @@ class GraphController(Controller):
     @post(
         "/open",
         sync_to_thread=True,
+        opt=READ,
         status_code=200,
         summary="Named entities with their relations and active observations",
     )
@@ -208,7 +237,7 @@ class GraphController(Controller):
             elephant, tenant_from(request, elephant), data.names, as_of=data.as_of
         )
 
-    @get("/entities", sync_to_thread=True, summary="One page of the graph, in name order")
+    @get("/entities", sync_to_thread=True, opt=READ, summary="One page of the graph, in name order")
     def read_graph(
         self,
         request: Request[Any, Any, Any],
@@ -223,7 +252,12 @@ class GraphController(Controller):
             elephant, tenant_from(request, elephant), offset=offset, limit=limit, summary=summary
         )
 
-    @get("/", sync_to_thread=True, summary="Nodes and edges around the entities a query names")
+    @get(
+        "/",
+        sync_to_thread=True,
+        opt=READ,
+        summary="Nodes and edges around the entities a query names",
+    )
     def neighbourhood(
         self,
         request: Request[Any, Any, Any],

@@ -7,6 +7,7 @@ from typing import Any
 from litestar import Controller, Response, get
 from litestar.di import NamedDependency
 
+from app.api.access import PUBLIC
 from app.db import Database
 from app.services.health import health
 
@@ -15,7 +16,9 @@ class HealthController(Controller):
     path = "/health"
     tags = ["operations"]
 
-    @get(sync_to_thread=True, summary="Database reachability, versions, schema and model")
+    @get(
+        sync_to_thread=True, opt=PUBLIC, summary="Database reachability, versions, schema and model"
+    )
     def health(self, db: NamedDependency[Database]) -> Response[dict[str, Any]]:
         report = health(db)
         status = 503 if report["status"] == "unavailable" else 200

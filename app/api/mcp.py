@@ -9,6 +9,7 @@ from litestar import Litestar, asgi
 from litestar.handlers import ASGIRouteHandler
 from litestar.types import Receive, Scope, Send
 
+from app.api.access import MCP
 from app.config import Settings
 from app.mcp.http import build_http_server, http_app
 from app.services.runtime import Elephant
@@ -22,7 +23,7 @@ def mcp_mount(
     """(the /mcp route handler, the lifespan that runs fastmcp's session manager)."""
     app = http_app(build_http_server(settings, get_elephant), path="/")
 
-    @asgi(MOUNT_PATH, is_mount=True, copy_scope=True)
+    @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, opt=MCP)
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         await app(scope, receive, send)  # type: ignore[arg-type]
 

@@ -9,6 +9,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.access import ADMIN, READ, WRITE
 from app.api.deps import tenant_from
 from app.services import admission, contradictions, queue
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
@@ -30,7 +31,7 @@ class ThresholdIn(BaseModel):
 class MemoryController(Controller):
     tags = ["memory"]
 
-    @post("/commit", sync_to_thread=True, summary="Store a note (gated, deduplicated)")
+    @post("/commit", sync_to_thread=True, opt=WRITE, summary="Store a note (gated, deduplicated)")
     def commit(
         self,
         request: Request[Any, Any, Any],
@@ -44,6 +45,7 @@ class MemoryController(Controller):
     @post(
         "/commit_conversation",
         sync_to_thread=True,
+        opt=WRITE,
         summary="Store a conversation: raw turns plus gated, overlapping windows",
     )
     def commit_conversation(
@@ -56,7 +58,13 @@ class MemoryController(Controller):
         result = commit_conversation(elephant, tenant_from(request, elephant), data, wait=wait)
         return Response(result.to_dict(), status_code=201)
 
-    @post("/feedback", sync_to_thread=True, status_code=200, summary="Mark a memory or fact")
+    @post(
+        "/feedback",
+        sync_to_thread=True,
+        opt=WRITE,
+        status_code=200,
+        summary="Mark a memory or fact",
+    )
     def feedback(
         self,
         request: Request[Any, Any, Any],
@@ -65,7 +73,7 @@ class MemoryController(Controller):
     ) -> dict[str, Any]:
         return give_feedback(elephant, tenant_from(request, elephant), data)
 
-    @get("/amac/metrics", sync_to_thread=True, summary="Admission gate counts and scores")
+    @get("/amac/metrics", sync_to_thread=True, opt=READ, summary="Admission gate counts and scores")
     def amac_metrics(
         self,
         request: Request[Any, Any, Any],
@@ -74,7 +82,12 @@ class MemoryController(Controller):
     ) -> dict[str, Any]:
         return admission.metrics(elephant, tenant_from(request, elephant), recent)
 
-    @put("/amac/threshold", sync_to_thread=True, summary="Set this tenant's gate threshold")
+    @put(
+        "/amac/threshold",
+        sync_to_thread=True,
+        opt=ADMIN,
+        summary="Set this tenant's gate threshold",
+    )
     def amac_threshold(
         self,
         request: Request[Any, Any, Any],
@@ -86,7 +99,12 @@ class MemoryController(Controller):
         )
         return {"threshold": threshold}
 
-    @get("/contradictions", sync_to_thread=True, summary="Detected contradictions, newest first")
+    @get(
+        "/contradictions",
+        sync_to_thread=True,
+        opt=READ,
+        summary="Detected contradictions, newest first",
+    )
     def contradictions(
         self,
         request: Request[Any, Any, Any],
@@ -97,7 +115,12 @@ class MemoryController(Controller):
             "contradictions": contradictions.recent(elephant, tenant_from(request, elephant), limit)
         }
 
-    @get("/jobs", sync_to_thread=True, summary="The tenant's background jobs (failures stay)")
+    @get(
+        "/jobs",
+        sync_to_thread=True,
+        opt=ADMIN,
+        summary="The tenant's background jobs (failures stay)",
+    )
     def jobs(
         self,
         request: Request[Any, Any, Any],

@@ -8,6 +8,7 @@ from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
+from app.api.access import READ
 from app.api.deps import tenant_from
 from app.services.proactive import ProactiveIn, proactive
 from app.services.reflect import ReflectIn, reflect
@@ -19,7 +20,12 @@ from app.services.stats import stats
 class SearchController(Controller):
     tags = ["search"]
 
-    @get("/search", sync_to_thread=True, summary="Hybrid search (short queries; POST for long)")
+    @get(
+        "/search",
+        sync_to_thread=True,
+        opt=READ,
+        summary="Hybrid search (short queries; POST for long)",
+    )
     def search_get(
         self,
         request: Request[Any, Any, Any],
@@ -39,7 +45,7 @@ class SearchController(Controller):
         )
         return search(elephant, tenant_from(request, elephant), body).to_dict()
 
-    @post("/search", sync_to_thread=True, status_code=200, summary="Hybrid search")
+    @post("/search", sync_to_thread=True, opt=READ, status_code=200, summary="Hybrid search")
     def search_post(
         self,
         request: Request[Any, Any, Any],
@@ -48,13 +54,24 @@ class SearchController(Controller):
     ) -> dict[str, Any]:
         return search(elephant, tenant_from(request, elephant), data).to_dict()
 
-    @get("/stats", sync_to_thread=True, summary="Counts by kind and source, sizes, index state")
+    @get(
+        "/stats",
+        sync_to_thread=True,
+        opt=READ,
+        summary="Counts by kind and source, sizes, index state",
+    )
     def stats(
         self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant]
     ) -> dict[str, Any]:
         return stats(elephant, tenant_from(request, elephant))
 
-    @post("/proactive", sync_to_thread=True, status_code=200, summary="Memories worth raising now")
+    @post(
+        "/proactive",
+        sync_to_thread=True,
+        opt=READ,
+        status_code=200,
+        summary="Memories worth raising now",
+    )
     def proactive(
         self,
         request: Request[Any, Any, Any],
@@ -63,7 +80,13 @@ class SearchController(Controller):
     ) -> dict[str, Any]:
         return proactive(elephant, tenant_from(request, elephant), data)
 
-    @post("/reflect", sync_to_thread=True, status_code=200, summary="Answer from memory, cited")
+    @post(
+        "/reflect",
+        sync_to_thread=True,
+        opt=READ,
+        status_code=200,
+        summary="Answer from memory, cited",
+    )
     def reflect(
         self,
         request: Request[Any, Any, Any],

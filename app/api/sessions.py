@@ -8,6 +8,7 @@ from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
+from app.api.access import READ, WRITE
 from app.api.deps import tenant_from
 from app.services.runtime import Elephant
 from app.services.sessions import SessionCloseIn, close_session, get_handoff
@@ -19,6 +20,7 @@ class SessionsController(Controller):
     @post(
         "/sessions/close",
         sync_to_thread=True,
+        opt=WRITE,
         status_code=201,
         summary="Store a session's transcript, extract facts, write its handoff",
     )
@@ -33,7 +35,7 @@ class SessionsController(Controller):
     ) -> dict[str, Any]:
         return close_session(elephant, tenant_from(request, elephant), data, wait=wait)
 
-    @get("/handoff", sync_to_thread=True, summary="The latest handoff of a project")
+    @get("/handoff", sync_to_thread=True, opt=READ, summary="The latest handoff of a project")
     def handoff(
         self,
         request: Request[Any, Any, Any],

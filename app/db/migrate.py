@@ -25,6 +25,7 @@ class SchemaParams:
     embedding_dim: int
     embedding_model: str
     app_role: str
+    worker_role: str = "elephant_worker"
 
 
 def _alembic_config() -> Config:
@@ -54,6 +55,7 @@ def _run(conninfo: str, params: SchemaParams, action: str, target: str) -> None:
             embedding_dim=params.embedding_dim,
             embedding_model=params.embedding_model,
             app_role=params.app_role,
+            worker_role=params.worker_role,
         )
         if action == "upgrade":
             command.upgrade(config, target)

@@ -1,11 +1,15 @@
 """The database as the application sees it: where it is, its schema, a pool, tenants.
 
-Two connection identities, never mixed:
+Three connection identities, never mixed:
 - the *migrator* (embedded: the ``postgres`` superuser over the private socket;
-  external: the ``DATABASE_URL`` user) creates extensions and runs migrations;
+  external: the ``DATABASE_URL`` user) creates extensions, runs migrations,
+  provisions graphs and manages API keys;
 - the *app role* (``database.app_role``) runs every tenant query, with row-level
-  security keyed on ``elephant.tenant_id``. Embedded, it logs in directly;
-  external, the pool does ``SET ROLE`` on each new connection.
+  security keyed on ``elephant.tenant_id``;
+- the *worker role* (``database.worker_role``) may only claim jobs, for every
+  tenant; the job itself then runs as the app role inside its tenant.
+Embedded, the roles log in directly; external, each pool does ``SET ROLE`` on
+every new connection.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class Database:
         self.embedded: EmbeddedPostgres | None = None
         self.capabilities: Capabilities | None = None
         self._pool: ConnectionPool[Connection] | None = None
+        self._worker_pool: ConnectionPool[Connection] | None = None
         self._known_tenants: set[str] = set()
         self.repaired_indexes: list[str] = []
         self._lock = threading.Lock()
@@ -111,9 +116,10 @@ class Database:
         self._pool.open(wait=True, timeout=self.settings.database.connect_timeout_s)
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        for pool in (self._worker_pool, self._pool):
+            if pool is not None:
+                pool.close()
+        self._pool = self._worker_pool = None
         if self.embedded is not None:
             self.embedded.release()
             self.embedded = None
@@ -134,10 +140,11 @@ class Database:
         return self.embedded.conninfo(SUPERUSER, self.settings.embedded.database)
 
     def app_conninfo(self) -> str:
+        return self._role_conninfo(self.settings.database.app_role)
+
+    def _role_conninfo(self, role: str) -> str:
         if self.embedded is not None:
-            return self.embedded.conninfo(
-                self.settings.database.app_role, self.settings.embedded.database
-            )
+            return self.embedded.conninfo(role, self.settings.embedded.database)
         return self.admin_conninfo()
 
     @contextmanager
@@ -167,6 +174,40 @@ class Database:
                 yield conn
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+
+    @contextmanager
+    def worker_connection(self) -> Iterator[Connection]:
+        """A worker-role connection: it can claim jobs of every tenant and read nothing else."""
+        with self._lock:
+            if self._worker_pool is None:
+                self._worker_pool = ConnectionPool(
+                    self._role_conninfo(self.settings.database.worker_role),
+                    min_size=1,
+                    max_size=2,
+                    timeout=self.settings.database.connect_timeout_s,
+                    configure=self._configure_worker_connection,
+                    check=ConnectionPool.check_connection,
+                    open=False,
+                    name="elephant-worker",
+                )
+                self._worker_pool.open(wait=True, timeout=self.settings.database.connect_timeout_s)
+        try:
+            with self._worker_pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+
+    def _configure_worker_connection(self, conn: Connection) -> None:
+        if self.embedded is None:
+            conn.execute(
+                sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.worker_role))
+            )
+        conn.commit()
+
+    def forget_tenant(self, tenant_id: str) -> None:
+        """After a tenant was erased: its row must be created again on next use."""
+        with self._lock:
+            self._known_tenants.discard(tenant_id)
 
     @contextmanager
     def tenant(self, tenant_id: str) -> Iterator[Connection]:
@@ -215,6 +256,7 @@ class Database:
             embedding_dim=self.settings.embedding.dim,
             embedding_model=self.settings.embedding.model,
             app_role=self.settings.database.app_role,
+            worker_role=self.settings.database.worker_role,
         )
 
     def migrate(self, target: str = "head") -> None:
@@ -257,6 +299,8 @@ class Database:
             )
 
     def _enable_app_login(self) -> None:
+        """Embedded: the app and worker roles log in over the private socket (the app role
+        also over TCP, with its password, when tcp is on)."""
         assert self.embedded is not None
         role = sql.Identifier(self.settings.database.app_role)
         statement = sql.SQL("ALTER ROLE {} LOGIN").format(role)
@@ -264,5 +308,7 @@ class Database:
             statement = sql.SQL("ALTER ROLE {} LOGIN PASSWORD {}").format(
                 role, sql.Literal(self.embedded.password)
             )
+        worker = sql.Identifier(self.settings.database.worker_role)
         with self.admin_connection() as conn:
             conn.execute(statement)
+            conn.execute(sql.SQL("ALTER ROLE {} LOGIN").format(worker))

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastmcp import FastMCP
-from fastmcp.server.dependencies import get_http_headers, get_server
+from fastmcp.server.auth import AccessToken
+from fastmcp.server.dependencies import get_access_token, get_http_headers, get_server
 
-from app.config import Settings, validate_tenant_id
-from app.errors import InvalidInput
+from app.config import Settings
+from app.services.auth import LOCAL, TENANT_HEADER, Principal
 from app.services.runtime import Elephant
-
-TENANT_HEADER = "X-Elephant-Tenant"
 
 
 @dataclass(frozen=True)
@@ -28,13 +27,26 @@ class McpRuntime:
         return self.get_elephant()
 
     def tenant(self) -> str:
-        """The X-Elephant-Tenant header over HTTP, else mcp.tenant, else tenant.default."""
+        """With an API key: the key's tenant (an all-tenant admin key may name one in
+        X-Elephant-Tenant). Without (stdio, auth.mode local): the header over HTTP, else
+        mcp.tenant, else tenant.default."""
         header = get_http_headers().get(TENANT_HEADER.lower())
-        value = header or self.settings.mcp.tenant or self.settings.tenant.default
-        try:
-            return validate_tenant_id(value)
-        except ValueError as exc:
-            raise InvalidInput(f"{TENANT_HEADER}: {exc}") from None
+        default = self.settings.mcp.tenant or self.settings.tenant.default
+        principal = principal_of(get_access_token())
+        return (principal or LOCAL).tenant_for(header, default)
+
+
+def principal_of(token: AccessToken | None) -> Principal | None:
+    """The key behind an MCP request (set by ApiKeyVerifier), or None without keys."""
+    if token is None:
+        return None
+    tenant = token.claims.get("tenant")
+    return Principal(
+        name=str(token.claims.get("name", "")),
+        scopes=frozenset(token.scopes),
+        tenant=None if tenant is None else str(tenant),
+        prefix=token.client_id,
+    )
 
 
 class ElephantMCP(FastMCP[Any]):

@@ -1,64 +1,54 @@
-"""MCP over streamable HTTP: bearer-token check, exposure rule, the ASGI app.
+"""MCP over streamable HTTP: API keys, the exposure rule, the ASGI app.
 
 The same app serves ``elephant mcp --http`` (at /mcp) and the API's mount at
-/mcp (the mount strips the prefix, so there it answers at /). Requests must
-carry ``Authorization: Bearer <mcp.token>`` when a token is configured; serving
-on anything but a loopback address without a token is refused. The Host/Origin
-guard of fastmcp protects loopback servers from DNS rebinding.
+/mcp (the mount strips the prefix, so there it answers at /). With auth.mode
+keys (the default) every request carries ``Authorization: Bearer <API key>``,
+the same keys as REST: the key decides the session's tenant and each tool
+needs its scope (read tools: read; writes: write; deletes: admin). Keyless
+(auth.mode local) serving is refused on anything but a loopback address. The
+Host/Origin guard of fastmcp protects loopback servers from DNS rebinding.
 """
 
 from __future__ import annotations
 
-import hmac
-import ipaddress
 from collections.abc import Callable
 
+import anyio.to_thread
 from fastmcp.server.auth import AccessToken, TokenVerifier
 from fastmcp.server.http import StarletteWithLifespan
 
 from app.config import Settings
-from app.errors import ConfigError
+from app.errors import Unauthorized
 from app.mcp.context import ElephantMCP
 from app.mcp.server import build_server
+from app.services.auth import authenticate
 from app.services.runtime import Elephant
 
 
-class BearerToken(TokenVerifier):
-    """Accepts exactly one shared secret (mcp.token), compared in constant time."""
+class ApiKeyVerifier(TokenVerifier):
+    """Checks a bearer token against the API keys; the claims carry the key's tenant."""
 
-    def __init__(self, token: str) -> None:
+    def __init__(self, get_elephant: Callable[[], Elephant]) -> None:
         super().__init__()
-        self._token = token.encode()
+        self._get_elephant = get_elephant
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        if not hmac.compare_digest(token.encode(), self._token):
+        db = self._get_elephant().db
+        try:
+            principal = await anyio.to_thread.run_sync(authenticate, db, token)
+        except Unauthorized:
             return None
-        return AccessToken(token="<redacted>", client_id="elephant-mcp", scopes=[])  # noqa: S106
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def check_exposure(settings: Settings, host: str, *, where: str, alternative: str = "") -> None:
-    """Refuse MCP over HTTP on a non-loopback address unless a token is configured."""
-    if settings.mcp.token is None and not is_loopback(host):
-        raise ConfigError(
-            f"{where} would serve MCP over HTTP on {host}, which is not a loopback address, "
-            "without a token. Set mcp.token (ELEPHANT_MCP_TOKEN, e.g. `openssl rand -hex 32`) "
-            "so clients must send 'Authorization: Bearer <token>', or bind a loopback address "
-            f"such as 127.0.0.1{alternative}."
+        return AccessToken(
+            token="<redacted>",  # noqa: S106
+            client_id=principal.prefix or principal.name,
+            scopes=sorted(principal.scopes),
+            claims={"tenant": principal.tenant, "name": principal.name},
         )
 
 
 def build_http_server(settings: Settings, get_elephant: Callable[[], Elephant]) -> ElephantMCP:
-    token = settings.mcp.token
-    return build_server(settings, get_elephant, auth=BearerToken(token) if token else None)
+    keys = settings.auth.mode == "keys"
+    return build_server(settings, get_elephant, auth=ApiKeyVerifier(get_elephant) if keys else None)
 
 
 def http_app(server: ElephantMCP, path: str) -> StarletteWithLifespan:

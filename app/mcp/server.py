@@ -9,18 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from fastmcp.exceptions import ResourceError
-from fastmcp.server.auth import AuthProvider
+from fastmcp.server.auth import AuthProvider, require_scopes
 
 from app import __version__
 from app.config import Settings
 from app.mcp import graph_tools, tools
 from app.mcp.context import ElephantMCP, McpRuntime
 from app.mcp.errors import ArgumentErrors, translate
-from app.mcp.registry import Profile, ToolSet, ToolSpec
+from app.mcp.registry import Kind, Profile, ToolSet, ToolSpec
+from app.services.auth import Scope
 from app.services.runtime import Elephant
 
 # Every tool set the server knows; a tool set's tools are offered per profile.
 TOOLSETS: tuple[ToolSet, ...] = (tools.MEMORY, graph_tools.GRAPH_TOOLS)
+# The API key scope each kind of tool needs (the REST endpoints use the same split).
+SCOPE_OF_KIND: dict[Kind, Scope] = {"read": "read", "write": "write", "delete": "admin"}
 
 INSTRUCTIONS = """\
 Elephant is your long-term memory. At the start of a session call get_handoff for the \
@@ -54,17 +57,21 @@ def build_server(
         mask_error_details=True,
         middleware=[ArgumentErrors()],
     )
+    # With API keys each tool needs its scope (a key without it neither sees nor calls it).
+    keyed = auth is not None
     for spec in specs(active):
         server.tool(
             translate(spec.fn),
             name=spec.name,
             annotations=spec.annotations(),
             output_schema=None,
+            auth=require_scopes(SCOPE_OF_KIND[spec.kind]) if keyed else None,
         )
     server.resource(
         "elephant://handoff/{project}",
         name="handoff",
         description="The latest session handoff of a project (JSON).",
         mime_type="application/json",
+        auth=require_scopes("read") if keyed else None,
     )(translate(tools.handoff_resource, ResourceError))
     return server

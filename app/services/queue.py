@@ -1,8 +1,10 @@
 """The Postgres work queue: enqueue inside the writer's transaction, claim with SKIP LOCKED.
 
 Claiming goes through ``elephant_claim_jobs`` (an owner-run function, because a
-worker serves every tenant); finishing and failing happen inside the job's
-tenant transaction. A failed attempt is retried after ``backoff * 2^(n-1)``
+worker serves every tenant), which only the worker role may call; a claim holds
+its job for ``LEASE_SECONDS`` (recorded in the row), so nobody takes over a
+running job before its lease ends. Finishing and failing happen inside the
+job's tenant transaction. A failed attempt is retried after ``backoff * 2^(n-1)``
 seconds and ends as ``failed`` after ``max_attempts``, with its last error kept.
 """
 
@@ -59,11 +61,12 @@ def claim_one(conn: Connection, job_id: int) -> Job | None:
     """Claim a given job of the current tenant now (``?wait=true``), unless a worker has it."""
     row = conn.execute(
         "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_by = %s, "
-        "locked_at = now(), updated_at = now() "
+        "locked_at = now(), lease_expires_at = now() + make_interval(secs => %s), "
+        "updated_at = now() "
         "WHERE id = (SELECT id FROM jobs WHERE id = %s AND status = 'queued' "
         "            FOR UPDATE SKIP LOCKED) "
         "RETURNING id, tenant_id, kind, payload, attempts, max_attempts",
-        (worker_name(), job_id),
+        (worker_name(), LEASE_SECONDS, job_id),
     ).fetchone()
     return Job(*row) if row else None
 
@@ -71,7 +74,7 @@ def claim_one(conn: Connection, job_id: int) -> Job | None:
 def complete(conn: Connection, job: Job) -> None:
     conn.execute(
         "UPDATE jobs SET status = 'done', finished_at = now(), updated_at = now(), "
-        "last_error = NULL WHERE id = %s",
+        "last_error = NULL, lease_expires_at = NULL WHERE id = %s",
         (job.id,),
     )
 
@@ -82,7 +85,7 @@ def fail(conn: Connection, job: Job, error: str, backoff_s: float) -> str:
     delay = backoff_s * (2 ** max(job.attempts - 1, 0))
     conn.execute(
         "UPDATE jobs SET status = %s, last_error = %s, updated_at = now(), "
-        "locked_by = NULL, locked_at = NULL, "
+        "locked_by = NULL, locked_at = NULL, lease_expires_at = NULL, "
         "run_after = now() + make_interval(secs => %s), "
         "finished_at = CASE WHEN %s THEN now() END WHERE id = %s",
         ("failed" if final else "queued", error[:2000], delay, final, job.id),

@@ -100,6 +100,11 @@ class AGEGraphStore:
             self._ready.add(tenant)  # graphs are only ever dropped with the whole schema
         return row is not None
 
+    def forget(self, tenant: str) -> None:
+        """The tenant's graph was dropped (erasure): provision it again on next write."""
+        with self._lock:
+            self._ready.discard(tenant)
+
     def ensure(self, tenant: str) -> None:
         """Create the graph, its labels, indexes and grants once; safe under concurrency."""
         if tenant in self._ready:
@@ -433,6 +438,9 @@ def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> Non
             schema, role
         )
     )
+    # Row-level security on every table of the graph, bound to this tenant: the app
+    # role sees and writes only the graph of the tenant its transaction is set to.
+    conn.execute("SELECT elephant_secure_graph(%s, %s)", (graph, tenant))
     conn.execute(
         "INSERT INTO graphs (tenant_id, graph_name) VALUES (%s, %s) ON CONFLICT DO NOTHING",
         (tenant, graph),

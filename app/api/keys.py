@@ -1,0 +1,96 @@
+"""Admin endpoints for API keys and the audit log (admin scope)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, Parameter, PathParameter
+
+from app.api.access import ADMIN
+from app.api.deps import access_of
+from app.errors import Forbidden
+from app.services import audit, keys
+from app.services.keys import KeyIn
+from app.services.runtime import Elephant
+
+Limit = Annotated[int, Parameter(ge=1, le=500, description="1-500.")]
+
+
+class KeysController(Controller):
+    tags = ["access"]
+
+    @post("/keys", sync_to_thread=True, opt=ADMIN, summary="Create an API key (shown once)")
+    def create_key(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[KeyIn],
+    ) -> dict[str, Any]:
+        principal = access_of(request).principal
+        keys.check_grant(principal, data)
+        return keys.create_key(
+            elephant.db, data, created_by=principal.prefix or principal.name
+        ).to_dict()
+
+    @get("/keys", sync_to_thread=True, opt=ADMIN, summary="API keys of this tenant")
+    def list_keys(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        include_revoked: Annotated[bool, Parameter(description="Revoked keys too.")] = False,
+        all_tenants: Annotated[
+            bool, Parameter(description="Every tenant's keys (all-tenant admin keys only).")
+        ] = False,
+    ) -> dict[str, Any]:
+        tenant = _scope_of_listing(request, all_tenants)
+        found = keys.list_keys(elephant.db, tenant=tenant, include_revoked=include_revoked)
+        return {"keys": [info.to_dict() for info in found]}
+
+    @post(
+        "/keys/{prefix:str}/revoke",
+        sync_to_thread=True,
+        opt=ADMIN,
+        status_code=200,
+        summary="Revoke an API key",
+    )
+    def revoke_key(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        prefix: Annotated[str, PathParameter(description="The key's prefix (or the key).")],
+    ) -> dict[str, Any]:
+        access = access_of(request)
+        only = access.principal.tenant  # a tenant's admin revokes only that tenant's keys
+        info = keys.revoke_key(
+            elephant.db,
+            prefix,
+            tenant=only,
+            revoked_by=access.principal.prefix or access.principal.name,
+        )
+        return info.to_dict()
+
+    @get("/audit", sync_to_thread=True, opt=ADMIN, summary="Audit log, newest first")
+    def audit_log(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        limit: Limit = 50,
+        offset: Annotated[int, Parameter(ge=0)] = 0,
+        all_tenants: Annotated[
+            bool, Parameter(description="Every tenant's entries (all-tenant admin keys only).")
+        ] = False,
+    ) -> dict[str, Any]:
+        tenant = _scope_of_listing(request, all_tenants)
+        found = audit.entries(elephant.db, tenant=tenant, limit=limit, offset=offset)
+        return {"entries": [entry.to_dict() for entry in found], "offset": offset}
+
+
+def _scope_of_listing(request: Request[Any, Any, Any], all_tenants: bool) -> str | None:
+    access = access_of(request)
+    if not all_tenants:
+        return access.tenant
+    if access.principal.tenant is not None:
+        raise Forbidden("only an all-tenant admin key may list every tenant")
+    return None

@@ -1,0 +1,43 @@
+"""Token buckets per (caller, kind of request), in this process.
+
+A bucket holds ``per_minute`` tokens and refills continuously; a request takes
+one. Limits are per process: behind N API processes a key gets N times the
+rate (put a shared limiter in the proxy for a hard global cap).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import OrderedDict
+
+from app.errors import RateLimited
+
+MAX_BUCKETS = 100_000  # oldest buckets are forgotten beyond this (memory bound)
+
+
+class RateLimiter:
+    def __init__(self) -> None:
+        self._buckets: OrderedDict[tuple[str, str], tuple[float, float]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, caller: str, kind: str, per_minute: int) -> None:
+        """Spend one token, or raise RateLimited saying when to retry. 0 = no limit."""
+        if per_minute <= 0:
+            return
+        now = time.monotonic()
+        rate = per_minute / 60.0
+        with self._lock:
+            tokens, stamp = self._buckets.pop((caller, kind), (float(per_minute), now))
+            tokens = min(float(per_minute), tokens + (now - stamp) * rate)
+            if tokens < 1.0:
+                self._buckets[(caller, kind)] = (tokens, now)
+                wait = math.ceil((1.0 - tokens) / rate)
+                raise RateLimited(
+                    f"too many {kind} requests: at most {per_minute} a minute; retry in {wait} s",
+                    retry_after_s=wait,
+                )
+            self._buckets[(caller, kind)] = (tokens - 1.0, now)
+            while len(self._buckets) > MAX_BUCKETS:
+                self._buckets.popitem(last=False)

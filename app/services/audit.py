@@ -1,0 +1,93 @@
+"""The audit log: admin actions, key lifecycle, denied requests and erasures.
+
+Rows are written through ``elephant_audit(...)`` (the app role cannot read or
+change the table) and read as the migrator. A row names the key by its prefix
+and never holds memory text: an erasure of a person is logged with a digest of
+the name, so the log does not keep what was erased.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+
+from app.db.runtime import Connection, Database
+from app.errors import ElephantError
+
+log = logging.getLogger(__name__)
+
+
+def write(
+    conn: Connection,
+    *,
+    tenant: str | None,
+    key_prefix: str | None,
+    action: str,
+    target: str = "",
+    outcome: str = "ok",
+    client: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    conn.execute(
+        "SELECT elephant_audit(%s, %s, %s, %s, %s, %s, %s::jsonb)",
+        (
+            tenant,
+            key_prefix,
+            action,
+            target,
+            outcome,
+            client,
+            json.dumps(detail or {}, default=str),
+        ),
+    )
+
+
+def record(db: Database, **entry: Any) -> None:
+    """Write one entry in its own transaction; a failure is logged, never raised to a caller
+    whose action already happened."""
+    try:
+        with db.connection() as conn, conn.transaction():
+            write(conn, **entry)
+    except (ElephantError, psycopg.Error) as exc:
+        log.error("audit entry %s not written: %s", entry.get("action"), exc)
+
+
+def digest(value: str) -> str:
+    """A stable stand-in for a value that must not be kept (an erased name)."""
+    return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    id: int
+    at: datetime
+    tenant: str | None
+    key_prefix: str | None
+    action: str
+    target: str
+    outcome: str
+    client: str | None
+    detail: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def entries(
+    db: Database, *, tenant: str | None, limit: int = 50, offset: int = 0
+) -> list[AuditEntry]:
+    """Newest first; one tenant's entries, or every entry (tenant None: operators)."""
+    with db.admin_connection() as conn:
+        rows = conn.execute(
+            "SELECT id, at, tenant_id, key_prefix, action, target, outcome, client, detail "
+            "FROM audit_log WHERE (%s::text IS NULL OR tenant_id = %s) "
+            "ORDER BY at DESC, id DESC LIMIT %s OFFSET %s",
+            (tenant, tenant, limit, offset),
+        ).fetchall()
+    return [AuditEntry(*row) for row in rows]
