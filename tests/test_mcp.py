@@ -27,16 +27,16 @@ from app.config import Settings, load_settings
 from app.db import Database
 from app.errors import ConfigError
 from app.mcp.context import ElephantMCP
-from app.mcp.http import check_exposure, is_loopback
 from app.mcp.registry import PROFILE_NAMES, PROFILES, Profile
 from app.mcp.server import build_server, specs
 from app.providers.embedder import Embedder
+from app.services.auth import check_bind, is_loopback
+from app.services.keys import KeyIn, create_key, revoke_key
 from app.services.runtime import Elephant
-from tests.conftest import api_client, count_rows, free_port, make_settings
+from tests.conftest import api_client, count_rows, free_port, make_settings, operator_key
 
 T = TypeVar("T")
 ELEPHANT = str(Path(sys.executable).parent / "elephant")
-TOKEN = "test-token-0123456789abcdef"
 GRAPH_READS = ["search_nodes", "open_nodes", "read_graph"]
 GRAPH_WRITES = [
     "record", "record_decision", "revise", "create_entities", "create_relations",
@@ -286,16 +286,23 @@ def test_missing_handoff_resource_is_an_error(server: ElephantMCP) -> None:
 
 
 @pytest.fixture(scope="module")
+def http_keys(db: Database) -> dict[str, str]:
+    """Keys for the HTTP tests: bound to one tenant (read+write, read only) and an operator's."""
+    return {
+        "writer": create_key(db, KeyIn(tenant="mcp-http", scopes=["read", "write"])).key,
+        "reader": create_key(db, KeyIn(tenant="mcp-http", scopes=["read"])).key,
+        "operator": operator_key(db, "mcp operator"),
+    }
+
+
+@pytest.fixture(scope="module")
 def http_url(settings: Settings, db: Database, embedder: Embedder) -> Iterator[str]:
-    """The API (with /mcp mounted and a token configured) served by uvicorn in a thread."""
-    secured = make_settings(
-        settings.data_dir, embedded={"database": settings.embedded.database}, mcp={"token": TOKEN}
-    )
-    runtime = Elephant(settings=secured, db=db, embedder=embedder, llm=None)
+    """The API (auth.mode keys, the default; /mcp mounted) served by uvicorn in a thread."""
+    runtime = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(secured, runtime), host="127.0.0.1", port=port, log_level="warning"
+            create_app(settings, runtime), host="127.0.0.1", port=port, log_level="warning"
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)
@@ -309,31 +316,39 @@ def http_url(settings: Settings, db: Database, embedder: Embedder) -> Iterator[s
     thread.join(timeout=10)
 
 
-def test_http_refuses_a_missing_or_wrong_token(http_url: str) -> None:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    accept = {"Accept": "application/json, text/event-stream"}
-    for headers in ({}, {"Authorization": "Bearer wrong-token-0123456789"}):
-        response = httpx.post(http_url, json=init, headers={**accept, **headers}, timeout=10)
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def test_http_refuses_a_missing_wrong_or_revoked_key(
+    http_url: str, db: Database, http_keys: dict[str, str]
+) -> None:
+    forged = "ek_0123456789ab_" + "x" * 43
+    for headers in ({}, {"Authorization": f"Bearer {forged}"}, {"Authorization": "Bearer nope"}):
+        response = httpx.post(http_url, json=INIT, headers={**ACCEPT, **headers}, timeout=10)
         assert response.status_code == 401, response.text
         assert "Bearer" in response.headers.get("www-authenticate", "")
-    accepted = httpx.post(
-        http_url, json=init, headers={**accept, "Authorization": f"Bearer {TOKEN}"}, timeout=10
-    )
-    assert accepted.status_code == 200, accepted.text
+    short_lived = create_key(db, KeyIn(tenant="mcp-http", scopes=["read"])).key
+    bearer = {**ACCEPT, "Authorization": f"Bearer {short_lived}"}
+    assert httpx.post(http_url, json=INIT, headers=bearer, timeout=10).status_code == 200
+    revoke_key(db, short_lived, tenant=None)
+    assert httpx.post(http_url, json=INIT, headers=bearer, timeout=10).status_code == 401
 
 
-def test_http_tools_with_token_and_tenant_header(http_url: str, elephant: Elephant) -> None:
+def test_http_tools_take_the_tenant_from_the_key(
+    http_url: str, elephant: Elephant, http_keys: dict[str, str]
+) -> None:
     transport = StreamableHttpTransport(
-        http_url, headers={"Authorization": f"Bearer {TOKEN}", "X-Elephant-Tenant": "mcp-http"}
+        http_url, headers={"Authorization": f"Bearer {http_keys['writer']}"}
     )
 
     async def scenario() -> tuple[list[str], Any, Any, Any]:
@@ -362,22 +377,66 @@ def test_http_tools_with_token_and_tenant_header(http_url: str, elephant: Elepha
     assert count_rows(elephant.db, "mcp-http", "handoffs") == 1
 
 
+def test_a_bound_key_cannot_switch_tenant_by_header(
+    http_url: str, elephant: Elephant, http_keys: dict[str, str]
+) -> None:
+    run_store = elephant.db
+    before = count_rows(run_store, "mcp-other", "memories")
+    transport = StreamableHttpTransport(
+        http_url,
+        headers={
+            "Authorization": f"Bearer {http_keys['writer']}",
+            "X-Elephant-Tenant": "mcp-other",
+        },
+    )
+
+    async def scenario() -> None:
+        async with Client(transport) as client:
+            await client.call_tool("store", {"text": "Smuggled into another tenant's memory"})
+
+    with pytest.raises(ToolError, match="forbidden: this API key may not act for tenant"):
+        run(scenario())
+    assert count_rows(run_store, "mcp-other", "memories") == before
+
+
+def test_a_read_key_sees_and_calls_only_read_tools(
+    http_url: str, http_keys: dict[str, str]
+) -> None:
+    transport = StreamableHttpTransport(
+        http_url, headers={"Authorization": f"Bearer {http_keys['reader']}"}
+    )
+
+    async def scenario() -> list[str]:
+        async with Client(transport) as client:
+            names = [tool.name for tool in await client.list_tools()]
+            await client.call_tool("stats", {})
+            with pytest.raises(ToolError):
+                await client.call_tool("store", {"text": "A reader may not write this note"})
+            return names
+
+    assert sorted(run(scenario())) == sorted(READS)
+
+
 def test_exposure_rule() -> None:
-    open_settings = Settings()
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.4")
-    check_exposure(open_settings, "127.0.0.1", where="test")
-    with pytest.raises(ConfigError, match="mcp.token"):
-        check_exposure(open_settings, "0.0.0.0", where="test")
-    check_exposure(Settings.model_validate({"mcp": {"token": TOKEN}}), "0.0.0.0", where="test")
-    with pytest.raises(ConfigError, match="at least 16 characters") as excinfo:
-        load_settings(environ={"ELEPHANT_MCP_TOKEN": "short-secret"})
-    assert "short-secret" not in str(excinfo.value)  # a secret is never echoed
+    keys_mode = Settings()
+    local = Settings.model_validate({"auth": {"mode": "local"}})
+    check_bind(keys_mode, "0.0.0.0", where="test")  # keys: any address
+    check_bind(local, "127.0.0.1", where="test")
+    with pytest.raises(ConfigError, match="not a loopback address"):
+        check_bind(local, "0.0.0.0", where="test")
+    with pytest.raises(ConfigError, match="replaced by API keys"):
+        load_settings(environ={"ELEPHANT_MCP_TOKEN": "short-secret-0123456789"})
 
 
-def test_a_bad_tenant_header_is_an_mcp_error(http_url: str) -> None:
+def test_a_bad_tenant_header_is_an_mcp_error(http_url: str, http_keys: dict[str, str]) -> None:
     transport = StreamableHttpTransport(
-        http_url, headers={"Authorization": f"Bearer {TOKEN}", "X-Elephant-Tenant": "Not A Tenant!"}
+        http_url,
+        headers={
+            "Authorization": f"Bearer {http_keys['operator']}",
+            "X-Elephant-Tenant": "Not A Tenant!",
+        },
     )
 
     async def scenario() -> None:
@@ -399,12 +458,16 @@ def test_the_mount_can_be_turned_off(settings: Settings, elephant: Elephant) -> 
         assert client.get("/health").status_code == 200
 
 
-def test_cli_refuses_http_on_a_public_address_without_token(tmp_path: Path) -> None:
-    env = {"ELEPHANT_DATA_DIR": str(tmp_path), "ELEPHANT_MCP_TOKEN": ""}
-    for args in (["mcp", "--http", "--host", "0.0.0.0"], ["serve", "--host", "0.0.0.0"]):
+def test_cli_refuses_keyless_serving_on_a_public_address(tmp_path: Path) -> None:
+    env = {"ELEPHANT_DATA_DIR": str(tmp_path)}
+    for args in (
+        ["mcp", "--http", "--host", "0.0.0.0", "--auth", "local"],
+        ["serve", "--host", "0.0.0.0", "--auth", "local"],
+    ):
         result = CliRunner().invoke(main, args, env=env)
         assert result.exit_code == 1, result.output
-        assert "not a loopback address" in result.output and "ELEPHANT_MCP_TOKEN" in result.output
+        assert "not a loopback address" in result.output
+        assert "elephant keys create" in result.output
 
 
 # ------------------------------------------------------------------ stdio (`elephant mcp`)

@@ -182,6 +182,10 @@ class AccessMiddleware(ASGIMiddleware):
         if required == "mcp":
             return LOCAL  # placeholder: fastmcp authenticates the key itself
         token = bearer_token(headers.get("authorization"))
+        if token is None:
+            return authenticate(self.get_elephant().db, None)  # 401 without a lookup
+        # Guessing keys costs a lookup each: the guesser's address has a budget of failures.
+        self.limiter.check(client or "?", "denied", self.settings.auth.rate_denied_per_minute)
         db = self.get_elephant().db
         try:
             return await anyio.to_thread.run_sync(authenticate, db, token)

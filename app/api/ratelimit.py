@@ -24,6 +24,13 @@ class RateLimiter:
 
     def take(self, caller: str, kind: str, per_minute: int) -> None:
         """Spend one token, or raise RateLimited saying when to retry. 0 = no limit."""
+        self._spend(caller, kind, per_minute, cost=1.0)
+
+    def check(self, caller: str, kind: str, per_minute: int) -> None:
+        """Raise RateLimited if the bucket is empty, without spending (count failures only)."""
+        self._spend(caller, kind, per_minute, cost=0.0)
+
+    def _spend(self, caller: str, kind: str, per_minute: int, *, cost: float) -> None:
         if per_minute <= 0:
             return
         now = time.monotonic()
@@ -38,6 +45,6 @@ class RateLimiter:
                     f"too many {kind} requests: at most {per_minute} a minute; retry in {wait} s",
                     retry_after_s=wait,
                 )
-            self._buckets[(caller, kind)] = (tokens - 1.0, now)
+            self._buckets[(caller, kind)] = (tokens - cost, now)
             while len(self._buckets) > MAX_BUCKETS:
                 self._buckets.popitem(last=False)
