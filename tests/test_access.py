@@ -20,7 +20,7 @@ from app.config import Settings
 from app.db import Database
 from app.services.keys import KeyIn, create_key, list_keys, revoke_key
 from app.services.runtime import Elephant
-from tests.conftest import api_client, count_rows, make_settings
+from tests.conftest import count_rows, make_settings
 
 Client = TestClient  # type: ignore[type-arg]
 SECRET = "The launch code for Acme's rocket is 7-4-1-9"
