@@ -48,7 +48,9 @@ def upgrade() -> None:
     _keys_and_audit(app)
     _worker_queue(app, worker)
     _graph_isolation()
-    op.execute("UPDATE elephant_meta SET schema_version = '0006_access_control', updated_at = now()")
+    op.execute(
+        "UPDATE elephant_meta SET schema_version = '0006_access_control', updated_at = now()"
+    )
 
 
 def _keys_and_audit(app: str) -> None:
@@ -125,7 +127,10 @@ def _keys_and_audit(app: str) -> None:
         $$
         """
     )
-    for function in ("elephant_lookup_key(text)", "elephant_audit(text, text, text, text, text, text, jsonb)"):
+    for function in (
+        "elephant_lookup_key(text)",
+        "elephant_audit(text, text, text, text, text, text, jsonb)",
+    ):
         op.execute(f"REVOKE ALL ON FUNCTION {function} FROM PUBLIC")
         op.execute(f"GRANT EXECUTE ON FUNCTION {function} TO {app}")
 
@@ -259,9 +264,7 @@ def _graph_isolation() -> None:
     bind = op.get_bind()
     graphs = bind.execute(sa.text("SELECT tenant_id, graph_name FROM graphs")).all()
     for tenant, graph in graphs:
-        bind.execute(
-            sa.text("SELECT elephant_secure_graph(:g, :t)"), {"g": graph, "t": tenant}
-        )
+        bind.execute(sa.text("SELECT elephant_secure_graph(:g, :t)"), {"g": graph, "t": tenant})
 
 
 def downgrade() -> None:
