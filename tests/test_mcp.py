@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -295,9 +296,9 @@ def http_keys(db: Database) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def http_url(settings: Settings, db: Database, embedder: Embedder) -> Iterator[str]:
-    """The API (auth.mode keys, the default; /mcp mounted) served by uvicorn in a thread."""
+@contextmanager
+def served(settings: Settings, db: Database, embedder: Embedder) -> Iterator[str]:
+    """The API (/mcp mounted) served by uvicorn in a thread; yields the MCP URL."""
     runtime = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
     port = free_port()
     server = uvicorn.Server(
@@ -311,9 +312,39 @@ def http_url(settings: Settings, db: Database, embedder: Embedder) -> Iterator[s
     while not server.started:
         assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp"
-    server.should_exit = True
-    thread.join(timeout=10)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def http_url(settings: Settings, db: Database, embedder: Embedder) -> Iterator[str]:
+    """auth.mode keys, the default."""
+    with served(settings, db, embedder) as url:
+        yield url
+
+
+def test_tool_calls_have_the_keys_rate_limits(
+    settings: Settings, db: Database, embedder: Embedder, http_keys: dict[str, str]
+) -> None:
+    limited = make_settings(
+        settings.data_dir,
+        embedded={"database": settings.embedded.database},
+        auth={"rate_read_per_minute": 2},
+    )
+
+    async def scenario(url: str) -> None:
+        headers = {"Authorization": f"Bearer {http_keys['reader']}"}
+        async with Client(StreamableHttpTransport(url, headers=headers)) as client:
+            await client.call_tool("stats", {})
+            await client.call_tool("stats", {})
+            with pytest.raises(ToolError, match="rate_limited: too many read requests"):
+                await client.call_tool("stats", {})
+
+    with served(limited, db, embedder) as url:
+        run(scenario(url))
 
 
 INIT = {

@@ -29,7 +29,6 @@ from litestar.enums import ScopeType
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, ReceiveMessage, Scope, Send
 
-from app.api.ratelimit import RateLimiter
 from app.config import Settings
 from app.errors import (
     ElephantError,
@@ -50,6 +49,7 @@ from app.services.auth import (
     bearer_token,
     host_allowed,
 )
+from app.services.ratelimit import RateLimiter, per_minute
 from app.services.runtime import Elephant
 
 PUBLIC = {"scope": "public"}
@@ -102,7 +102,9 @@ class AccessMiddleware(ASGIMiddleware):
             tenant = principal.tenant_for(headers.get(TENANT_HEADER), self.settings.tenant.default)
             principal.require(required)
             if principal.prefix is not None:
-                self.limiter.take(principal.prefix, required, self._per_minute(required))
+                self.limiter.take(
+                    principal.prefix, required, per_minute(self.settings.auth, required)
+                )
         except ElephantError as exc:
             await self._audit_denial(exc, scope, principal, None, client)
             raise
@@ -192,14 +194,6 @@ class AccessMiddleware(ASGIMiddleware):
         except Unauthorized:
             self.limiter.take(client or "?", "denied", self.settings.auth.rate_denied_per_minute)
             raise
-
-    def _per_minute(self, scope: str) -> int:
-        auth = self.settings.auth
-        return {
-            "read": auth.rate_read_per_minute,
-            "write": auth.rate_write_per_minute,
-            "admin": auth.rate_admin_per_minute,
-        }.get(scope, 0)
 
     # ------------------------------------------------------------ audit
 

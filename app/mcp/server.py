@@ -10,12 +10,14 @@ from collections.abc import Callable
 
 from fastmcp.exceptions import ResourceError
 from fastmcp.server.auth import AuthProvider, require_scopes
+from fastmcp.server.middleware import Middleware
 
 from app import __version__
 from app.config import Settings
 from app.mcp import graph_tools, tools
 from app.mcp.context import ElephantMCP, McpRuntime
 from app.mcp.errors import ArgumentErrors, translate
+from app.mcp.limits import KeyRateLimits
 from app.mcp.registry import Kind, Profile, ToolSet, ToolSpec
 from app.services.auth import Scope
 from app.services.runtime import Elephant
@@ -48,6 +50,12 @@ def build_server(
 ) -> ElephantMCP:
     """The server for ``profile`` (default mcp.profile); tools outside it are not registered."""
     active = profile or settings.mcp.profile
+    keyed = auth is not None
+    offered = specs(active)
+    middleware: list[Middleware] = [ArgumentErrors()]
+    if keyed:
+        scopes = {spec.name: SCOPE_OF_KIND[spec.kind] for spec in offered}
+        middleware.append(KeyRateLimits(settings.auth, dict(scopes)))
     server = ElephantMCP(
         McpRuntime(settings, get_elephant),
         name="elephant",
@@ -55,11 +63,10 @@ def build_server(
         instructions=INSTRUCTIONS,
         auth=auth,
         mask_error_details=True,
-        middleware=[ArgumentErrors()],
+        middleware=middleware,
     )
     # With API keys each tool needs its scope (a key without it neither sees nor calls it).
-    keyed = auth is not None
-    for spec in specs(active):
+    for spec in offered:
         server.tool(
             translate(spec.fn),
             name=spec.name,

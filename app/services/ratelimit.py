@@ -12,6 +12,7 @@ import threading
 import time
 from collections import OrderedDict
 
+from app.config import AuthSettings
 from app.errors import RateLimited
 
 MAX_BUCKETS = 100_000  # oldest buckets are forgotten beyond this (memory bound)
@@ -48,3 +49,12 @@ class RateLimiter:
             self._buckets[(caller, kind)] = (tokens - cost, now)
             while len(self._buckets) > MAX_BUCKETS:
                 self._buckets.popitem(last=False)
+
+
+def per_minute(auth: AuthSettings, scope: str) -> int:
+    """The configured budget of one scope (read, write, admin); 0 = no limit."""
+    return {
+        "read": auth.rate_read_per_minute,
+        "write": auth.rate_write_per_minute,
+        "admin": auth.rate_admin_per_minute,
+    }.get(scope, 0)
