@@ -18,6 +18,7 @@ from app.api import create_app
 from app.cli import main
 from app.config import Settings
 from app.db import Database
+from app.services import audit
 from app.services.keys import KeyIn, create_key, list_keys, revoke_key
 from app.services.runtime import Elephant
 from tests.conftest import count_rows, make_settings
@@ -229,17 +230,21 @@ def test_revoked_and_expired_keys_stop_working(client: Client, db: Database) -> 
     assert expired.status_code == 401 and "expired" in expired.json()["message"]
 
 
-def test_last_use_is_recorded(client: Client, db: Database) -> None:
+def test_last_use_is_recorded_for_the_real_key_only(client: Client, db: Database) -> None:
     key = key_for(db, "lifecycle", "read")
     prefix = key.split("_")[1]
-    assert [
-        info.last_used_at for info in list_keys(db, tenant="lifecycle") if info.prefix == prefix
-    ] == [None]
-    client.get("/stats", headers=bearer(key))
-    used = [
-        info.last_used_at for info in list_keys(db, tenant="lifecycle") if info.prefix == prefix
-    ]
-    assert used[0] is not None
+
+    def last_used() -> Any:
+        return next(i.last_used_at for i in list_keys(db, tenant="lifecycle") if i.prefix == prefix)
+
+    assert client.get("/stats", headers=bearer(f"ek_{prefix}_{'A' * 43}")).status_code == 401
+    assert last_used() is None  # a guess at the secret is not a use
+    for _ in range(3):
+        assert client.get("/stats", headers=bearer(key)).status_code == 200
+    assert last_used() is not None
+    entries = audit.entries(db, tenant="lifecycle", limit=500)
+    used = [e for e in entries if e.action == "key.used" and e.key_prefix == prefix]
+    assert len(used) == 1  # one entry per key and hour
 
 
 def test_key_rules_are_checked_before_anything_is_stored() -> None:

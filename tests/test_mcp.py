@@ -487,6 +487,9 @@ def test_the_mount_can_be_turned_off(settings: Settings, elephant: Elephant) -> 
     with api_client(unmounted, elephant) as client:
         assert client.post("/mcp", json={}).status_code == 404
         assert client.get("/health").status_code == 200
+        # without the mount, REST still wants a key (the ELEPHANT_MCP_MOUNT_IN_API=false)
+        del client.headers["Authorization"]
+        assert client.get("/stats", headers={"X-Elephant-Tenant": "acme"}).status_code == 401
 
 
 def test_cli_refuses_keyless_serving_on_a_public_address(tmp_path: Path) -> None:

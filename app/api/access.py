@@ -190,7 +190,7 @@ class AccessMiddleware(ASGIMiddleware):
         self.limiter.check(client or "?", "denied", self.settings.auth.rate_denied_per_minute)
         db = self.get_elephant().db
         try:
-            return await anyio.to_thread.run_sync(authenticate, db, token)
+            return await anyio.to_thread.run_sync(authenticate, db, token, client)
         except Unauthorized:
             self.limiter.take(client or "?", "denied", self.settings.auth.rate_denied_per_minute)
             raise

@@ -18,7 +18,7 @@ import hmac
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from app.config import Settings, validate_tenant_id
@@ -29,6 +29,7 @@ Scope = Literal["read", "write", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "write", "admin")
 KEY_PATTERN = re.compile(r"^ek_([a-z0-9]{8,32})_([A-Za-z0-9_-]{32,128})$")
 TENANT_HEADER = "X-Elephant-Tenant"
+TOUCH_EVERY = timedelta(minutes=1)  # last_used_at is refreshed at most this often
 # The one message for every unknown or malformed key: nothing tells a guesser more.
 INVALID_KEY = (
     "invalid API key: send 'Authorization: Bearer ek_...' with a key from `elephant keys create`"
@@ -84,7 +85,7 @@ def bearer_token(authorization: str | None) -> str | None:
     return token.strip()
 
 
-def authenticate(db: Database, key: str | None) -> Principal:
+def authenticate(db: Database, key: str | None, client: str | None = None) -> Principal:
     """The principal of a presented key, or Unauthorized (missing, unknown, revoked, expired)."""
     if not key:
         raise Unauthorized("an API key is required: send 'Authorization: Bearer <key>'")
@@ -93,19 +94,26 @@ def authenticate(db: Database, key: str | None) -> Principal:
         raise Unauthorized(INVALID_KEY)
     with db.connection() as conn, conn.transaction():
         row = conn.execute(
-            "SELECT id::text, secret_hash, name, tenant_id, scopes, expires_at, revoked_at "
-            "FROM elephant_lookup_key(%s)",
+            "SELECT id, secret_hash, name, tenant_id, scopes, expires_at, revoked_at, "
+            "last_used_at FROM elephant_lookup_key(%s)",
             (match.group(1),),
         ).fetchone()
-    if row is None or not hmac.compare_digest(row[1], secret_hash(key)):
-        raise Unauthorized(INVALID_KEY)
-    key_id, _, name, tenant, scopes, expires_at, revoked_at = row
-    if revoked_at is not None:
-        raise Unauthorized("this API key was revoked")
-    if expires_at is not None and expires_at <= datetime.now(UTC):
-        raise Unauthorized("this API key has expired")
+        if row is None or not hmac.compare_digest(row[1], secret_hash(key)):
+            raise Unauthorized(INVALID_KEY)
+        key_id, _, name, tenant, scopes, expires_at, revoked_at, last_used_at = row
+        now = datetime.now(UTC)
+        if revoked_at is not None:
+            raise Unauthorized("this API key was revoked")
+        if expires_at is not None and expires_at <= now:
+            raise Unauthorized("this API key has expired")
+        if last_used_at is None or now - last_used_at > TOUCH_EVERY:
+            conn.execute("SELECT elephant_touch_key(%s, %s)", (key_id, client))
     return Principal(
-        name=name, scopes=frozenset(scopes), tenant=tenant, prefix=match.group(1), key_id=key_id
+        name=name,
+        scopes=frozenset(scopes),
+        tenant=tenant,
+        prefix=match.group(1),
+        key_id=str(key_id),
     )
 
 

@@ -1,7 +1,8 @@
 """Access control: API keys, audit log, a worker role for the queue, graph isolation.
 
 - `api_keys`: a key is stored as its prefix and the SHA-256 of the whole key;
-  the app role reads it only through `elephant_lookup_key(prefix)`.
+  the app role reads it only through `elephant_lookup_key(prefix)` and records
+  a verified key's use through `elephant_touch_key(id, client)`.
 - `audit_log`: admin actions, key lifecycle, denied requests and erasures; the
   app role writes it only through `elephant_audit(...)` and cannot read it.
 - Jobs: a claim records `lease_expires_at`; a running job is claimable again
@@ -81,18 +82,11 @@ def _keys_and_audit(app: str) -> None:
         """
         CREATE FUNCTION elephant_lookup_key(p_prefix text)
         RETURNS TABLE (id uuid, secret_hash text, name text, tenant_id text, scopes text[],
-                       expires_at timestamptz, revoked_at timestamptz)
-        LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
-        BEGIN
-            -- last use, at most once a minute per key (no write per request)
-            UPDATE api_keys AS k SET last_used_at = now()
-             WHERE k.prefix = p_prefix AND k.revoked_at IS NULL
-               AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute');
-            RETURN QUERY
-                SELECT k.id, k.secret_hash, k.name, k.tenant_id, k.scopes, k.expires_at,
-                       k.revoked_at
-                  FROM api_keys AS k WHERE k.prefix = p_prefix;
-        END
+                       expires_at timestamptz, revoked_at timestamptz, last_used_at timestamptz)
+        LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+            SELECT k.id, k.secret_hash, k.name, k.tenant_id, k.scopes, k.expires_at,
+                   k.revoked_at, k.last_used_at
+              FROM api_keys AS k WHERE k.prefix = p_prefix
         $$
         """
     )
@@ -127,8 +121,33 @@ def _keys_and_audit(app: str) -> None:
         $$
         """
     )
+    # After a key was verified: its last use (the caller asks at most once a minute) and,
+    # once an hour per key, a "key.used" entry in the audit log.
+    op.execute(
+        """
+        CREATE FUNCTION elephant_touch_key(p_id uuid, p_client text)
+        RETURNS void
+        LANGUAGE plpgsql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        DECLARE
+            k api_keys;
+        BEGIN
+            SELECT * INTO k FROM api_keys WHERE id = p_id AND revoked_at IS NULL FOR UPDATE;
+            IF NOT FOUND THEN
+                RETURN;
+            END IF;
+            IF k.last_used_at IS NULL
+               OR date_trunc('hour', k.last_used_at) < date_trunc('hour', now()) THEN
+                INSERT INTO audit_log (tenant_id, key_prefix, action, target, outcome, client)
+                VALUES (k.tenant_id, k.prefix, 'key.used', k.prefix, 'ok', left(p_client, 100));
+            END IF;
+            UPDATE api_keys SET last_used_at = now() WHERE id = p_id;
+        END
+        $$
+        """
+    )
     for function in (
         "elephant_lookup_key(text)",
+        "elephant_touch_key(uuid, text)",
         "elephant_audit(text, text, text, text, text, text, jsonb)",
     ):
         op.execute(f"REVOKE ALL ON FUNCTION {function} FROM PUBLIC")
@@ -319,6 +338,7 @@ def downgrade() -> None:
 
     op.execute("DROP FUNCTION IF EXISTS elephant_audit(text, text, text, text, text, text, jsonb)")
     op.execute("DROP TABLE IF EXISTS audit_log")
+    op.execute("DROP FUNCTION IF EXISTS elephant_touch_key(uuid, text)")
     op.execute("DROP FUNCTION IF EXISTS elephant_lookup_key(text)")
     op.execute("DROP TABLE IF EXISTS api_keys")
     op.execute("UPDATE elephant_meta SET schema_version = '0005_graph', updated_at = now()")
