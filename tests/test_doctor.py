@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
+from psycopg import sql
 
 from app.cli import main
 from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
 from app.services.doctor import diagnose
+from app.services.graph import operations
+from app.services.graph.age import graph_name
+from app.services.graph.models import RecordIn
+from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 from tests.conftest import free_port
 
@@ -19,12 +24,20 @@ def _levels(report: dict[str, object]) -> dict[str, str]:
     return {check["name"]: check["level"] for check in checks}
 
 
-def test_a_healthy_install_is_ok(elephant: Elephant) -> None:
+def test_without_a_key_nobody_can_call_the_api(elephant: Elephant) -> None:
+    report = diagnose(elephant)
+    keys = next(check for check in report["checks"] if check["name"] == "api keys")
+    assert keys["level"] == "warn" and "elephant keys create" in keys["detail"]
+
+
+def test_a_healthy_install_is_ok(elephant: Elephant, db: Database) -> None:
+    create_key(db, KeyIn(tenant="doctor", scopes=["read"]))
     report = diagnose(elephant)
     levels = _levels(report)
     assert report["status"] == "ok", report
     assert {"database", "schema", "embedding dimension", "age", "pg_textsearch", "embedder",
-            "failed jobs", "stuck jobs", "vectors", "reranker"} <= set(levels)  # fmt: skip
+            "failed jobs", "stuck jobs", "vectors", "api keys", "graph isolation",
+            "reranker"} <= set(levels)  # fmt: skip
 
 
 def test_failed_jobs_and_missing_vectors_are_warnings(elephant: Elephant, db: Database) -> None:
@@ -79,3 +92,19 @@ def test_cli_doctor_prints_every_check(settings: Settings, db: Database) -> None
     result = CliRunner().invoke(main, ["doctor"], env=env)
     assert result.exit_code == 0, result.output
     assert "ok    schema: at " in result.output and result.output.strip().endswith("status: ok")
+
+
+def test_a_graph_table_without_row_level_security_fails(elephant: Elephant, db: Database) -> None:
+    request = RecordIn.model_validate({"entities": [{"name": "Probe"}]})
+    operations.record(elephant, "doctor-graph", request)
+    table = sql.Identifier(graph_name("doctor-graph"), "Entity")
+    with db.admin_connection() as conn:
+        conn.execute(sql.SQL("ALTER TABLE {} NO FORCE ROW LEVEL SECURITY").format(table))
+    try:
+        report = diagnose(elephant)
+    finally:
+        with db.admin_connection() as conn:
+            conn.execute(sql.SQL("ALTER TABLE {} FORCE ROW LEVEL SECURITY").format(table))
+    check = next(check for check in report["checks"] if check["name"] == "graph isolation")
+    assert check["level"] == "fail" and "1 graph tables" in check["detail"]
+    assert report["status"] == "fail"

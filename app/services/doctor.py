@@ -30,7 +30,13 @@ class Check:
 
 
 def diagnose(elephant: Elephant) -> dict[str, Any]:
-    checks = [*_database(elephant), _embedder(elephant), *_rows(elephant), _reranker(elephant)]
+    checks = [
+        *_database(elephant),
+        _embedder(elephant),
+        *_rows(elephant),
+        *_access(elephant),
+        _reranker(elephant),
+    ]
     worst: Level = "ok"
     for check in checks:
         if check.level == "fail" or (check.level == "warn" and worst == "ok"):
@@ -103,11 +109,10 @@ def _rows(elephant: Elephant) -> list[Check]:
             row = conn.execute(
                 "SELECT (SELECT count(*) FROM jobs WHERE status = 'failed'), "
                 "(SELECT count(*) FROM jobs WHERE status = 'running' "
-                "   AND locked_at < now() - make_interval(secs => %s)), "
+                "   AND lease_expires_at < now()), "
                 "(SELECT count(*) FROM jobs WHERE status = 'queued'), "
                 "(SELECT count(*) FROM memories WHERE embedding IS NULL), "
-                "(SELECT count(*) FROM facts WHERE embedding IS NULL)",
-                (lease,),
+                "(SELECT count(*) FROM facts WHERE embedding IS NULL)"
             ).fetchone()
     except (ElephantError, psycopg.Error) as exc:
         return [Check("queue", "fail", f"cannot read the queue: {exc}")]
@@ -132,6 +137,41 @@ def _rows(elephant: Elephant) -> list[Check]:
         else Check("vectors", "ok", "every memory and fact has one")
     )  # fmt: skip
     return checks
+
+
+def _access(elephant: Elephant) -> list[Check]:
+    """Can anyone call the API, and is every tenant graph behind row-level security?"""
+    try:
+        with elephant.db.admin_connection() as conn:
+            row = conn.execute(
+                "SELECT (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL "
+                "        AND (expires_at IS NULL OR expires_at > now())), "
+                "(SELECT count(*) FROM graphs AS g JOIN pg_namespace AS n "
+                "   ON n.nspname = g.graph_name JOIN pg_class AS c ON c.relnamespace = n.oid "
+                "  WHERE c.relkind = 'r' AND NOT (c.relrowsecurity AND c.relforcerowsecurity))"
+            ).fetchone()
+    except (ElephantError, psycopg.Error) as exc:
+        return [Check("api keys", "fail", f"cannot read the keys: {exc}")]
+    assert row is not None
+    active, open_tables = (int(value) for value in row)
+    if elephant.settings.auth.mode == "local":
+        keys = Check("api keys", "ok", "auth.mode local: no keys, loopback only")
+    elif active:
+        keys = Check("api keys", "ok", f"{active} active")
+    else:
+        keys = Check(
+            "api keys", "warn", "auth.mode keys but no active key, so nobody can call the API: "
+            "`elephant keys create --tenant T --scopes read,write`",
+        )  # fmt: skip
+    graphs = (
+        Check("graph isolation", "ok", "every tenant graph table has row-level security")
+        if not open_tables
+        else Check(
+            "graph isolation", "fail", f"{open_tables} graph tables without row-level "
+            "security: run `elephant migrate`",
+        )
+    )  # fmt: skip
+    return [keys, graphs]
 
 
 def _reranker(elephant: Elephant) -> Check:
