@@ -16,6 +16,7 @@ from psycopg import sql
 from app.config import Settings
 from app.db import Database
 from app.db.runtime import Connection
+from app.errors import Conflict
 from app.services import queue
 from app.services.graph import operations
 from app.services.graph.age import graph_name
@@ -190,3 +191,23 @@ def test_deleting_a_tenant_drops_its_graph_for_good(
     assert texts == ["a new beginning"] and len(entities) == 2
     with db.tenant("iso-b") as conn:  # nobody else lost anything
         assert len(cypher(conn, graphs["iso-b"], "MATCH (e:Entity) RETURN e.key")) == 2
+
+
+def test_a_tenant_erased_by_another_process_is_recreated_on_retry(db: Database) -> None:
+    def add_note(text: str) -> None:
+        with db.tenant("iso-elsewhere") as conn:
+            conn.execute(
+                "INSERT INTO memories (tenant_id, kind, text, content_hash) "
+                "VALUES ('iso-elsewhere', 'note', %s, md5(%s))",
+                (text, text),
+            )
+
+    add_note("before the erasure")
+    with db.admin_connection() as conn:  # another process erases the tenant
+        conn.execute("DELETE FROM tenants WHERE id = 'iso-elsewhere'")
+    with pytest.raises(Conflict, match="erased while this request ran; retry"):
+        add_note("during")
+    add_note("after the erasure")
+    with db.tenant("iso-elsewhere") as conn:
+        texts = [row[0] for row in conn.execute("SELECT text FROM memories").fetchall()]
+    assert texts == ["after the erasure"]

@@ -31,7 +31,7 @@ from app.db import migrate
 from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
 from app.db.repair import repair_bm25_statistics
-from app.errors import DatabaseUnavailable, InvalidInput, SchemaMismatch
+from app.errors import Conflict, DatabaseUnavailable, InvalidInput, SchemaMismatch
 
 log = logging.getLogger(__name__)
 
@@ -216,15 +216,25 @@ class Database:
             validate_tenant_id(tenant_id)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
-        with self.connection() as conn, conn.transaction():
-            conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant_id))
-            if tenant_id not in self._known_tenants:
-                conn.execute(
-                    "INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (tenant_id,)
-                )
-                with self._lock:
-                    self._known_tenants.add(tenant_id)
-            yield conn
+        try:
+            with self.connection() as conn, conn.transaction():
+                conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant_id))
+                if tenant_id not in self._known_tenants:
+                    conn.execute(
+                        "INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
+                        (tenant_id,),
+                    )
+                    with self._lock:
+                        self._known_tenants.add(tenant_id)
+                yield conn
+        except psycopg.errors.ForeignKeyViolation as exc:
+            if '"tenants"' not in str(exc.diag.message_detail or ""):
+                raise
+            # The tenant was erased (by another process) after this one last saw it.
+            self.forget_tenant(tenant_id)
+            raise Conflict(
+                f"tenant {tenant_id!r} was erased while this request ran; retry to start it afresh"
+            ) from None
 
     def _configure_connection(self, conn: Connection) -> None:
         age = self.capabilities is not None and self.capabilities.age
