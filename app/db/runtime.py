@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -103,17 +103,33 @@ class Database:
             self.capabilities = detect(conn)
             if self.capabilities.textsearch:
                 self.repaired_indexes = repair_bm25_statistics(conn)
-        self._pool = ConnectionPool(
+        self._pool = self._open_pool(
             self.app_conninfo(),
-            min_size=self.settings.database.pool_min_size,
-            max_size=self.settings.database.pool_max_size,
-            timeout=self.settings.database.connect_timeout_s,
-            configure=self._configure_connection,
+            self._configure_connection,
+            (self.settings.database.pool_min_size, self.settings.database.pool_max_size),
+            "elephant",
+        )
+
+    def _open_pool(
+        self,
+        conninfo: str,
+        configure: Callable[[Connection], None],
+        sizes: tuple[int, int],
+        name: str,
+    ) -> ConnectionPool[Connection]:
+        timeout = self.settings.database.connect_timeout_s
+        pool: ConnectionPool[Connection] = ConnectionPool(
+            conninfo,
+            min_size=sizes[0],
+            max_size=sizes[1],
+            timeout=timeout,
+            configure=configure,
             check=ConnectionPool.check_connection,
             open=False,
-            name="elephant",
+            name=name,
         )
-        self._pool.open(wait=True, timeout=self.settings.database.connect_timeout_s)
+        pool.open(wait=True, timeout=timeout)
+        return pool
 
     def close(self) -> None:
         for pool in (self._worker_pool, self._pool):
@@ -180,17 +196,12 @@ class Database:
         """A worker-role connection: it can claim jobs of every tenant and read nothing else."""
         with self._lock:
             if self._worker_pool is None:
-                self._worker_pool = ConnectionPool(
+                self._worker_pool = self._open_pool(
                     self._role_conninfo(self.settings.database.worker_role),
-                    min_size=1,
-                    max_size=2,
-                    timeout=self.settings.database.connect_timeout_s,
-                    configure=self._configure_worker_connection,
-                    check=ConnectionPool.check_connection,
-                    open=False,
-                    name="elephant-worker",
+                    self._configure_worker_connection,
+                    (1, 2),
+                    "elephant-worker",
                 )
-                self._worker_pool.open(wait=True, timeout=self.settings.database.connect_timeout_s)
         try:
             with self._worker_pool.connection() as conn:
                 yield conn
