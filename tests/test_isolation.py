@@ -211,3 +211,16 @@ def test_a_tenant_erased_by_another_process_is_recreated_on_retry(db: Database) 
     with db.tenant("iso-elsewhere") as conn:
         texts = [row[0] for row in conn.execute("SELECT text FROM memories").fetchall()]
     assert texts == ["after the erasure"]
+
+
+def test_a_failed_first_request_does_not_poison_a_new_tenant(db: Database) -> None:
+    with pytest.raises(psycopg.errors.DivisionByZero), db.tenant("iso-first") as conn:
+        conn.execute("SELECT 1 / 0")
+    with db.tenant("iso-first") as conn:
+        conn.execute(
+            "INSERT INTO memories (tenant_id, kind, text, content_hash) "
+            "VALUES ('iso-first', 'note', 'the first note', 'iso-first-h')"
+        )
+    with db.tenant("iso-first") as conn:
+        assert conn.execute("SELECT count(*) FROM tenants").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM memories").fetchone() == (1,)

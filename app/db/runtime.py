@@ -227,6 +227,7 @@ class Database:
             validate_tenant_id(tenant_id)
         except ValueError as exc:
             raise InvalidInput(str(exc)) from None
+        created = False
         try:
             with self.connection() as conn, conn.transaction():
                 conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant_id))
@@ -235,9 +236,11 @@ class Database:
                         "INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
                         (tenant_id,),
                     )
-                    with self._lock:
-                        self._known_tenants.add(tenant_id)
+                    created = True
                 yield conn
+            if created:  # only once the row is committed: a rolled-back first request
+                with self._lock:  # must not leave the tenant "known" but absent
+                    self._known_tenants.add(tenant_id)
         except psycopg.errors.ForeignKeyViolation as exc:
             if '"tenants"' not in str(exc.diag.message_detail or ""):
                 raise
