@@ -88,12 +88,18 @@ def test_health_degrades_while_database_is_down_and_recovers(
 
 
 def test_elephant_serve_over_real_http_then_sigterm_stops_postgres(tmp_path: Path) -> None:
+    """The server's output goes to a file, never an unread pipe: a full pipe blocks the
+    server, and reading a pipe of a live process blocks the test."""
     port = free_port()
     elephant = Path(sys.executable).parent / "elephant"
     env = {**os.environ, "ELEPHANT_DATA_DIR": str(tmp_path), "ELEPHANT_SERVER_PORT": str(port)}
-    proc = subprocess.Popen([str(elephant), "serve"], env=env, stderr=subprocess.PIPE, text=True)
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log_file:
+        proc = subprocess.Popen(
+            [str(elephant), "serve", "--auth", "local"], env=env, stdout=log_file, stderr=log_file
+        )
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 120
         body = None
         while time.monotonic() < deadline and proc.poll() is None:
             try:
@@ -101,13 +107,18 @@ def test_elephant_serve_over_real_http_then_sigterm_stops_postgres(tmp_path: Pat
                 break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        assert body is not None, proc.stderr.read() if proc.stderr else ""
+        assert body is not None, f"no /health within 120 s:\n{log_path.read_text()[-3000:]}"
         assert body["status"] == "ok"
         assert body["database"]["extensions"]["age"]["installed"] is True
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) in (0, 143)  # exited by itself, not killed
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"no exit 60 s after SIGTERM:\n{log_path.read_text()[-3000:]}")
+        assert code in (0, 143)  # exited by itself, not killed
         assert EmbeddedPostgres(tmp_path / "embedded").status() is None
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait(timeout=30)
         EmbeddedPostgres(tmp_path / "embedded").stop()

@@ -36,11 +36,13 @@ NOTES = [
 def reranker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     model = build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny-ce"))
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reranker_server", "--model", str(model), "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    log_path = model.parent / "reranker.log"
+    with log_path.open("w") as log_file:  # a file, never an unread pipe that fills and blocks
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "reranker_server", "--model", str(model), "--port", str(port)],
+            stdout=log_file,
+            stderr=log_file,
+        )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -51,7 +53,7 @@ def reranker_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.2)
     else:
         proc.kill()
-        pytest.fail("reranker_server did not start")
+        pytest.fail(f"reranker_server did not start:\n{log_path.read_text()[-3000:]}")
     yield url
     proc.terminate()
     proc.wait(timeout=30)
