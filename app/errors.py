@@ -103,6 +103,10 @@ class DatabaseUnavailable(ElephantError):
     status_code = 503
     code = "database_unavailable"
 
+    def __init__(self, message: str, *, retry_after_s: int | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
 
 class SchemaMismatch(ElephantError):
     """The database schema or embedding dimension does not match this build/config."""

@@ -7,15 +7,16 @@ from typing import Any
 from litestar import Request, Response
 from litestar.exceptions import ValidationException
 
-from app.errors import ElephantError, RateLimited, Unauthorized
+from app.errors import ElephantError, Unauthorized
 
 
 def elephant_error_handler(_: Request[Any, Any, Any], exc: ElephantError) -> Response[Any]:
     headers: dict[str, str] = {}
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="elephant"'
-    if isinstance(exc, RateLimited):
-        headers["Retry-After"] = str(exc.retry_after_s)
+    retry_after = getattr(exc, "retry_after_s", None)  # rate limits, a database recovering
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
     return Response(content=exc.to_dict(), status_code=exc.status_code, headers=headers)
 
 

@@ -171,6 +171,21 @@ class EmbeddedPostgres:
                 return
             self._stop_server()
 
+    def revive(self) -> bool:
+        """Start the server again after it died under us (kill -9, OOM killer); True if it was
+        restarted. A server stopped on purpose (``elephant embedded stop``, which forgets
+        every holder) is left stopped."""
+        with self._locked():
+            if self.status() is not None:
+                return False
+            if os.getpid() not in self.holders():
+                log.warning("embedded postgres was stopped on purpose: not restarting it")
+                return False
+            log.warning("embedded postgres is gone (killed?): restarting it")
+            self._start_server()
+            self._wait_ready()
+            return True
+
     def stop(self) -> None:
         """Stop the server whoever holds it (``elephant embedded stop``, tests)."""
         with self._locked():

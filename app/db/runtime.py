@@ -30,6 +30,7 @@ from app.config import Settings, validate_tenant_id
 from app.db import migrate
 from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
+from app.db.recovery import RETRY_AFTER_S, Recovery
 from app.db.repair import repair_bm25_statistics
 from app.errors import Conflict, DatabaseUnavailable, InvalidInput, SchemaMismatch
 
@@ -59,6 +60,7 @@ class Database:
         self._pool: ConnectionPool[Connection] | None = None
         self._worker_pool: ConnectionPool[Connection] | None = None
         self._known_tenants: set[str] = set()
+        self.recovery = Recovery(self._probe, self._revive, self._back)
         self.repaired_indexes: list[str] = []
         self._lock = threading.Lock()
 
@@ -132,6 +134,7 @@ class Database:
         return pool
 
     def close(self) -> None:
+        self.recovery.close()
         for pool in (self._worker_pool, self._pool):
             if pool is not None:
                 pool.close()
@@ -165,6 +168,12 @@ class Database:
 
     @contextmanager
     def admin_connection(self) -> Iterator[Connection]:
+        self.recovery.check_up()
+        with self._admin_connection() as conn:
+            yield conn
+
+    @contextmanager
+    def _admin_connection(self) -> Iterator[Connection]:
         try:
             conn = psycopg.connect(
                 self.admin_conninfo(),
@@ -172,7 +181,10 @@ class Database:
                 connect_timeout=int(self.settings.database.connect_timeout_s),
             )
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"cannot connect to the database: {exc}".strip()) from None
+            self.recovery.failed()
+            raise DatabaseUnavailable(
+                f"cannot connect to the database: {exc}".strip(), retry_after_s=RETRY_AFTER_S
+            ) from None
         with conn:
             yield conn
 
@@ -185,11 +197,41 @@ class Database:
     @contextmanager
     def connection(self) -> Iterator[Connection]:
         """An app-role connection with no tenant: sees shared tables only (meta, versions)."""
+        with self._pooled(self.pool) as conn:
+            yield conn
+
+    @contextmanager
+    def _pooled(self, pool: ConnectionPool[Connection]) -> Iterator[Connection]:
+        """A pooled connection; a broken one starts recovery, and while the database is known
+        to be down this fails at once (503 with Retry-After) instead of waiting."""
+        self.recovery.check_up()
         try:
-            with self.pool.connection() as conn:
+            with pool.connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+            if isinstance(exc, psycopg.errors.QueryCanceled):  # statement timeout: not an outage
+                raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+            self.recovery.failed()
+            raise DatabaseUnavailable(
+                f"database unavailable: {exc}".strip(), retry_after_s=RETRY_AFTER_S
+            ) from None
+
+    # ------------------------------------------------------------ recovery
+
+    def _probe(self) -> None:
+        with psycopg.connect(self.app_conninfo(), connect_timeout=2) as conn:
+            conn.execute("SELECT 1")
+
+    def _revive(self) -> bool:
+        return self.embedded.revive() if self.embedded is not None else False
+
+    def _back(self, restarted: bool) -> None:
+        for pool in (self._pool, self._worker_pool):
+            if pool is not None:
+                pool.check()  # drop the broken connections, open new ones
+        if restarted and self.capabilities is not None and self.capabilities.textsearch:
+            with self._admin_connection() as conn:  # still marked down: no check_up
+                self.repaired_indexes = repair_bm25_statistics(conn)
 
     @contextmanager
     def worker_connection(self) -> Iterator[Connection]:
@@ -202,11 +244,8 @@ class Database:
                     (1, 2),
                     "elephant-worker",
                 )
-        try:
-            with self._worker_pool.connection() as conn:
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+        with self._pooled(self._worker_pool) as conn:
+            yield conn
 
     def _configure_worker_connection(self, conn: Connection) -> None:
         if self.embedded is None:

@@ -13,13 +13,16 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from app.db.runtime import Connection, Database
 
-# A running job whose worker went silent this long is claimed again.
-LEASE_SECONDS = 600
+# A running job whose worker went silent this long is claimed again; the worker renews
+# it while the job runs (app/services/leases.py).
+LEASE_SECONDS = 60
+LeaseAction = Callable[[Connection, list[int]], int]
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,20 @@ def claim(conn: Connection, limit: int = 1) -> list[Job]:
         (worker_name(), limit, LEASE_SECONDS),
     ).fetchall()
     return [Job(*row) for row in rows]
+
+
+def renew(conn: Connection, ids: list[int]) -> int:
+    """Extend the leases of running jobs this worker holds (worker role)."""
+    row = conn.execute(
+        "SELECT elephant_renew_leases(%s, %s, %s)", (worker_name(), ids, LEASE_SECONDS)
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+def release(conn: Connection, ids: list[int]) -> int:
+    """Hand unfinished jobs back to the queue at shutdown (worker role)."""
+    row = conn.execute("SELECT elephant_release_jobs(%s, %s)", (worker_name(), ids)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def claim_one(conn: Connection, job_id: int) -> Job | None:

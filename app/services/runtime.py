@@ -16,6 +16,7 @@ from app.providers.llm import LLM
 from app.providers.reranker import HTTPReranker, build_reranker
 from app.services.access import AccessRecorder
 from app.services.graph.age import AGEGraphStore
+from app.services.leases import LeaseKeeper
 
 if TYPE_CHECKING:
     from app.services.worker import Worker
@@ -37,6 +38,7 @@ class Elephant:
         self.access = AccessRecorder(db)
         self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
         self.graph = AGEGraphStore(db)
+        self.leases = LeaseKeeper(db)
 
     @classmethod
     def open(
@@ -80,6 +82,7 @@ class Elephant:
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
+        self.leases.close()
         self.access.close()
         if self.reranker is not None:
             self.reranker.close()

@@ -58,7 +58,7 @@ def run_job(elephant: Elephant, job: queue.Job) -> int:
     try:
         if handler is None:
             raise ElephantError(f"unknown job kind {job.kind!r}")
-        with elephant.db.tenant(job.tenant_id) as conn:
+        with elephant.leases.holding(job.id), elephant.db.tenant(job.tenant_id) as conn:
             count = handler(elephant, conn, job)
             queue.complete(conn, job)
         return count
@@ -125,7 +125,9 @@ class Worker:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout_s: float = 30.0) -> None:
+    def stop(self, timeout_s: float = 3.0) -> None:
+        """Stop polling; a job still running after ``timeout_s`` is handed back to the queue
+        when the runtime closes (LeaseKeeper.close), so shutdown stays quick."""
         self._stop.set()
         self._thread.join(timeout_s)
 

@@ -203,8 +203,47 @@ def _worker_queue(app: str, worker: str) -> None:
         $$
         """
     )
-    op.execute("REVOKE ALL ON FUNCTION elephant_claim_jobs(text, integer, integer) FROM PUBLIC")
-    op.execute(f"GRANT EXECUTE ON FUNCTION elephant_claim_jobs(text, integer, integer) TO {worker}")
+    # While a job runs its worker renews the lease (a heartbeat), so a short lease is safe
+    # and the jobs of a dead worker come back within a minute.
+    op.execute(
+        """
+        CREATE FUNCTION elephant_renew_leases(p_worker text, p_ids bigint[], p_lease_seconds integer)
+        RETURNS integer
+        LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+            WITH renewed AS (
+                UPDATE jobs
+                   SET lease_expires_at = now() + make_interval(
+                           secs => least(greatest(p_lease_seconds, 30), 86400))
+                 WHERE id = ANY (p_ids) AND locked_by = p_worker AND status = 'running'
+                RETURNING 1)
+            SELECT count(*)::integer FROM renewed
+        $$
+        """
+    )
+    # A worker that shuts down hands its unfinished jobs back at once (the attempt is not
+    # counted: it did not fail).
+    op.execute(
+        """
+        CREATE FUNCTION elephant_release_jobs(p_worker text, p_ids bigint[])
+        RETURNS integer
+        LANGUAGE sql VOLATILE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+            WITH released AS (
+                UPDATE jobs
+                   SET status = 'queued', attempts = greatest(attempts - 1, 0), locked_by = NULL,
+                       locked_at = NULL, lease_expires_at = NULL, updated_at = now()
+                 WHERE id = ANY (p_ids) AND locked_by = p_worker AND status = 'running'
+                RETURNING 1)
+            SELECT count(*)::integer FROM released
+        $$
+        """
+    )
+    for function in (
+        "elephant_claim_jobs(text, integer, integer)",
+        "elephant_renew_leases(text, bigint[], integer)",
+        "elephant_release_jobs(text, bigint[])",
+    ):
+        op.execute(f"REVOKE ALL ON FUNCTION {function} FROM PUBLIC")
+        op.execute(f"GRANT EXECUTE ON FUNCTION {function} TO {worker}")
 
 
 def _graph_isolation() -> None:
@@ -308,6 +347,8 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS elephant_graph_name(text)")
     op.execute("DROP FUNCTION IF EXISTS elephant_secure_graph(text, text)")
 
+    op.execute("DROP FUNCTION IF EXISTS elephant_release_jobs(text, bigint[])")
+    op.execute("DROP FUNCTION IF EXISTS elephant_renew_leases(text, bigint[], integer)")
     op.execute("DROP FUNCTION elephant_claim_jobs(text, integer, integer)")
     op.execute(
         """
