@@ -80,8 +80,11 @@ def test_health_degrades_while_database_is_down_and_recovers(
             assert down.status_code == 503
             assert down.json()["status"] == "unavailable"
             assert down.json()["database"]["reachable"] is False
-            db.embedded.start()  # back again: the pool reconnects by itself
-            assert client.get("/health").json()["status"] == "ok"
+            db.embedded.start()  # back again: the recovery probe notices, the pool reconnects
+            deadline = time.monotonic() + 30
+            while client.get("/health").json()["status"] != "ok":
+                assert time.monotonic() < deadline, "not recovered within 30 s"
+                time.sleep(0.2)
     finally:
         db.close()
         EmbeddedPostgres(tmp_path / "embedded").stop()
