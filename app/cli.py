@@ -26,6 +26,9 @@ from app.services.auth import check_bind
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound="BaseModel")
+# Seconds uvicorn waits for open requests at SIGTERM; with the worker's 3 s and the
+# server's fast stop, shutdown stays within about 5 s.
+SHUTDOWN_GRACE_S = 2
 
 
 def _settings() -> Settings:
@@ -122,6 +125,7 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
             host=bind,
             port=port or settings.server.port,
             log_level=settings.log.level.lower(),
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     finally:
         elephant.close()
@@ -173,6 +177,7 @@ def mcp_command(
                 host=bind,
                 port=port or settings.mcp.port,
                 log_level=settings.log.level.lower(),
+                timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
             )
         else:
             from app.mcp.server import build_server
@@ -528,6 +533,56 @@ def _validated(model: type[M], **values: Any) -> M:
             for error in exc.errors()
         )
         raise InvalidInput(problems) from None
+
+
+@main.command("erase")
+@click.option("--tenant", default=None, help="Tenant (default: tenant.default; --all needs it).")
+@click.option("--all", "whole", is_flag=True, help="The whole tenant: rows, graph, API keys.")
+@click.option("--subject", default=None, help="A person or entity: everything naming them.")
+@click.option("--alias", "aliases", multiple=True, help="Another name of the subject (repeat).")
+@click.option("--conversation", default=None, help="A conversation: your id for it or its uuid.")
+@click.option("--source", default=None, help="Every memory, fact, conversation of a source.")
+@click.option("--memory", "memory_ids", multiple=True, help="A memory id (repeat).")
+@click.option("--fact", "fact_ids", multiple=True, help="A fact id (repeat).")
+@click.option("--dry-run", is_flag=True, help="Report what would be removed; remove nothing.")
+@click.option("--yes", is_flag=True, help="Confirm erasing a whole tenant.")
+@_friendly_errors
+def erase_command(
+    tenant: str | None,
+    whole: bool,
+    subject: str | None,
+    aliases: tuple[str, ...],
+    conversation: str | None,
+    source: str | None,
+    memory_ids: tuple[str, ...],
+    fact_ids: tuple[str, ...],
+    dry_run: bool,
+    yes: bool,
+) -> None:
+    """Erase a subject, conversation, source, rows or a whole tenant; prints the report."""
+    from app.errors import InvalidInput
+    from app.services.erasure import EraseIn, erase
+
+    request = _validated(
+        EraseIn,
+        tenant=whole,
+        subject=subject,
+        aliases=list(aliases),
+        conversation_id=conversation,
+        source=source,
+        memory_ids=list(memory_ids),
+        fact_ids=list(fact_ids),
+        dry_run=dry_run,
+    )
+    if whole and tenant is None:
+        raise InvalidInput("--all erases a whole tenant: name it with --tenant")
+    if whole and not dry_run and not yes:
+        raise InvalidInput(
+            f"erasing tenant {tenant} removes all of it for good: add --yes "
+            "(see what would go with --dry-run)"
+        )
+    with _opened() as (elephant, default):
+        _print(erase(elephant, tenant or default, request).to_dict())
 
 
 @main.group()

@@ -1,9 +1,9 @@
 """Heartbeats for running jobs: a short lease, renewed while the job runs.
 
-A claim holds a job for ``queue.LEASE_SECONDS`` (60 s). While this process runs
+A claim holds a job for ``queue.LEASE_SECONDS`` (30 s). While this process runs
 the job, one thread renews the leases of every job it holds every
 ``HEARTBEAT_S``, through the worker role. A worker killed with -9 stops
-renewing, so its jobs are claimable again within a minute; a worker that shuts
+renewing, so its jobs are claimable again within half a minute; a worker that shuts
 down hands its unfinished jobs back at once.
 """
 
@@ -22,7 +22,7 @@ from app.services import queue
 
 log = logging.getLogger(__name__)
 
-HEARTBEAT_S = 15.0
+HEARTBEAT_S = 10.0
 
 
 class LeaseKeeper:

@@ -21,7 +21,7 @@ from app.db.runtime import Connection, Database
 
 # A running job whose worker went silent this long is claimed again; the worker renews
 # it while the job runs (app/services/leases.py).
-LEASE_SECONDS = 60
+LEASE_SECONDS = 30
 LeaseAction = Callable[[Connection, list[int]], int]
 
 

@@ -1,0 +1,257 @@
+"""Faults: kill -9 of the app and of the postmaster under concurrent commits, and of the app
+during fact extraction. Every acknowledged write must survive, none twice.
+
+    .venv/bin/python benchmarks/faults.py [--clients 4] [--seconds 8] [--smoke]
+                                          [--out benchmarks/results/faults.json]
+
+Each scenario runs a real `elephant serve` (keyless local mode, its own data dir):
+1. app: writers commit distinct notes; the app process is killed with SIGKILL; a
+   new one starts on the same data dir. Acknowledged (201) vs present, duplicate
+   texts, and the time until the new app is healthy.
+2. postmaster: the same, but the embedded PostgreSQL postmaster is killed while
+   the app runs; the app must restart it by itself. Time from the kill to the
+   first successful commit, and how the requests in between were answered.
+3. extraction: a conversation is committed (facts extracted by the in-process
+   worker); the app is killed while jobs run; after a restart every job must end
+   done and no fact may be stored twice. Time until the queue is drained.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.config import Settings
+from app.db import Database
+from app.db.embedded import EmbeddedPostgres
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
+
+from benchmarks.common import free_port, note, start_server, stop, wait_healthy
+
+
+class Writers:
+    """Client threads committing distinct notes; they keep going through errors."""
+
+    def __init__(self, url: str, clients: int) -> None:
+        self.url = url
+        self.acknowledged: list[tuple[str, str]] = []  # (memory id, text)
+        self.statuses: Counter[str] = Counter()
+        self.first_success_after: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._threads = [
+            threading.Thread(target=self._run, args=(i + 1,), daemon=True) for i in range(clients)
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=60)
+
+    def _run(self, seed: int) -> None:
+        rng = random.Random(seed)
+        n = 0
+        with httpx.Client(base_url=self.url, timeout=30) as client:
+            while not self._stop.is_set():
+                n += 1
+                text = note(rng, seed * 1_000_000 + n)
+                try:
+                    response = client.post("/commit", json={"text": text})
+                except httpx.HTTPError as exc:
+                    self._count(type(exc).__name__)
+                    time.sleep(0.05)
+                    continue
+                self._count(str(response.status_code))
+                if response.status_code == 201:
+                    with self._lock:
+                        self.acknowledged.append((response.json()["memory_id"], text))
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self.statuses)
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self.statuses[key] += 1
+
+
+def audit(data_dir: Path, acknowledged: list[tuple[str, str]]) -> dict[str, int]:
+    db = Database(Settings.model_validate({"data_dir": str(data_dir)}))
+    db.open()
+    try:
+        with db.tenant("default") as conn:
+            ids = [memory_id for memory_id, _ in acknowledged]
+            present = conn.execute(
+                "SELECT count(*) FROM memories WHERE id = ANY(%s::uuid[])", (ids,)
+            ).fetchone()
+            duplicates = conn.execute(
+                "SELECT count(*) FROM (SELECT text FROM memories GROUP BY text "
+                "HAVING count(*) > 1) AS d"
+            ).fetchone()
+            fact_dupes = conn.execute(
+                "SELECT count(*) FROM (SELECT content_hash FROM facts "
+                "GROUP BY content_hash HAVING count(*) > 1) AS d"
+            ).fetchone()
+            jobs = dict(conn.execute("SELECT status, count(*) FROM jobs GROUP BY 1").fetchall())
+        return {
+            "acknowledged": len(acknowledged),
+            "present": int(present[0]) if present else 0,
+            "duplicate_texts": int(duplicates[0]) if duplicates else 0,
+            "duplicate_facts": int(fact_dupes[0]) if fact_dupes else 0,
+            **{f"jobs_{status}": int(n) for status, n in jobs.items()},
+        }
+    finally:
+        db.close()
+
+
+def kill_app(clients: int, seconds: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
+        data_dir, port = Path(tmp), free_port()
+        server = start_server(data_dir, port, data_dir / "serve.log")
+        wait_healthy(server.url)
+        writers = Writers(server.url, clients)
+        writers.start()
+        time.sleep(seconds)
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(timeout=30)
+        killed = time.monotonic()
+        restarted = start_server(data_dir, port, data_dir / "serve.log")
+        recovery = wait_healthy(restarted.url)
+        recovered = time.monotonic() - killed
+        time.sleep(1)
+        writers.stop()
+        stop(restarted)
+        EmbeddedPostgres(data_dir / "embedded").stop()
+        return {
+            **audit(data_dir, writers.acknowledged),
+            "responses": dict(writers.statuses),
+            "recovery_s": round(recovered, 1),
+            "healthy_after_restart_s": round(recovery, 1),
+        }
+
+
+def kill_postmaster(clients: int, seconds: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
+        data_dir, port = Path(tmp), free_port()
+        server = start_server(data_dir, port, data_dir / "serve.log")
+        wait_healthy(server.url)
+        writers = Writers(server.url, clients)
+        writers.start()
+        time.sleep(seconds)
+        status = EmbeddedPostgres(data_dir / "embedded").status()
+        assert status is not None
+        before = len(writers.acknowledged)
+        os.kill(status.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        recovered = None
+        statuses: dict[str, int] = {}
+        while time.monotonic() - killed < 120:
+            if len(writers.acknowledged) > before:
+                statuses = writers.snapshot()
+                recovered = time.monotonic() - killed
+                break
+            time.sleep(0.05)
+        time.sleep(2)
+        writers.stop()
+        stop(server)
+        EmbeddedPostgres(data_dir / "embedded").stop()
+        return {
+            **audit(data_dir, writers.acknowledged),
+            "responses": dict(writers.statuses),
+            "responses_until_recovered": statuses,
+            "recovery_s": None if recovered is None else round(recovered, 1),
+        }
+
+
+def kill_during_extraction(turns: int) -> dict[str, Any]:
+    rng = random.Random(7)
+    conversation = {
+        "conversation_id": "faults",
+        "session_date": "2024-05-08T10:00:00Z",
+        "turns": [
+            {"speaker": rng.choice(["Ana", "Ben"]), "text": note(rng, n), "id": f"D1:{n}"}
+            for n in range(turns)
+        ],
+    }
+    with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
+        data_dir, port = Path(tmp), free_port()
+        server = start_server(data_dir, port, data_dir / "serve.log")
+        wait_healthy(server.url)
+        response = httpx.post(f"{server.url}/commit_conversation", json=conversation, timeout=120)
+        response.raise_for_status()
+        time.sleep(0.5)  # the worker has started on the jobs
+        server.proc.send_signal(signal.SIGKILL)
+        server.proc.wait(timeout=30)
+        killed = time.monotonic()
+        restarted = start_server(data_dir, port, data_dir / "serve.log")
+        wait_healthy(restarted.url)
+        drained = None
+        while time.monotonic() - killed < 300:
+            jobs = httpx.get(f"{restarted.url}/jobs", timeout=30).json()["counts"]
+            if jobs.get("queued", 0) == 0 and jobs.get("running", 0) == 0:
+                drained = time.monotonic() - killed
+                break
+            time.sleep(0.5)
+        stop(restarted)
+        EmbeddedPostgres(data_dir / "embedded").stop()
+        result = audit(data_dir, [])
+        return {
+            "turns": turns,
+            "jobs_done": result.get("jobs_done", 0),
+            "jobs_failed": result.get("jobs_failed", 0),
+            "jobs_left": result.get("jobs_queued", 0) + result.get("jobs_running", 0),
+            "duplicate_facts": result["duplicate_facts"],
+            "drained_after_kill_s": None if drained is None else round(drained, 1),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=8)
+    parser.add_argument("--turns", type=int, default=120)
+    parser.add_argument("--smoke", action="store_true", help="1 client, 2 s, 20 turns")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/faults.json"))
+    args = parser.parse_args()
+    clients, seconds, turns = (
+        (1, 2.0, 20) if args.smoke else (args.clients, args.seconds, args.turns)
+    )
+    results = {
+        "kill_app": kill_app(clients, seconds),
+        "kill_postmaster": kill_postmaster(clients, seconds),
+        "kill_during_extraction": kill_during_extraction(turns),
+    }
+    for name, result in results.items():
+        print(f"{name}: {json.dumps(result)}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2))
+    lost = [
+        name
+        for name, result in results.items()
+        if result.get("acknowledged") != result.get("present")
+        or result.get("duplicate_texts")
+        or result.get("duplicate_facts")
+    ]
+    if lost:
+        raise SystemExit(f"acknowledged writes lost or doubled in: {', '.join(lost)}")
+
+
+if __name__ == "__main__":
+    main()
