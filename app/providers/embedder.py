@@ -84,6 +84,8 @@ class LocalEmbedder:
                 f"embedding.dim is {settings.dim}"
             )
         self._lock = threading.Lock()  # one forward pass at a time; torch uses the cores
+        self._pending_lock = threading.Lock()
+        self._pending: list[_Pending] = []
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed([self._document_prefix + text for text in texts])
@@ -92,12 +94,43 @@ class LocalEmbedder:
         return self._embed([self._query_prefix + text for text in texts])
 
     def _embed(self, texts: list[str]) -> Vectors:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        """Concurrent callers share forward passes: whoever holds the model embeds every text
+        waiting at that moment (flat combining), so N single-text requests cost a few batched
+        passes instead of N passes in a row."""
         if not texts:
-            return out
+            return np.zeros((0, self.dim), dtype=np.float32)
+        request = _Pending(texts)
+        with self._pending_lock:
+            self._pending.append(request)
+        with self._lock:
+            if not request.done:
+                with self._pending_lock:
+                    batch, self._pending = self._pending, []
+                self._run(batch)
+        if request.error is not None:
+            raise request.error
+        assert request.vectors is not None
+        return request.vectors
+
+    def _run(self, requests: list[_Pending]) -> None:
+        texts = [text for request in requests for text in request.texts]
+        try:
+            vectors = self._forward(texts)
+        except BaseException as exc:
+            for request in requests:
+                request.error, request.done = exc, True
+            raise
+        start = 0
+        for request in requests:
+            request.vectors = vectors[start : start + len(request.texts)]
+            request.done = True
+            start += len(request.texts)
+
+    def _forward(self, texts: list[str]) -> Vectors:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # Batches of similar length waste little compute on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with self._lock, self._torch.inference_mode():
+        with self._torch.inference_mode():
             for start in range(0, len(order), self._batch_size):
                 index = order[start : start + self._batch_size]
                 batch = self._tokenizer(
@@ -113,6 +146,18 @@ class LocalEmbedder:
                 pooled = self._torch.nn.functional.normalize(pooled, p=2, dim=1)
                 out[index] = pooled.float().cpu().numpy()
         return out
+
+
+class _Pending:
+    """One caller's texts waiting for a forward pass, and their result."""
+
+    __slots__ = ("done", "error", "texts", "vectors")
+
+    def __init__(self, texts: list[str]) -> None:
+        self.texts = texts
+        self.vectors: Vectors | None = None
+        self.error: BaseException | None = None
+        self.done = False
 
 
 def build_embedder(settings: EmbeddingSettings) -> Embedder:
