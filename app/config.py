@@ -231,12 +231,15 @@ class GateSettings(_Section):
 
 
 class DedupSettings(_Section):
+    """Which stored neighbours are close enough to be a near duplicate. A close neighbour
+    is merged only when it carries the same information (app.services.dedup)."""
+
     near_cosine: float = Field(
-        0.92, ge=0, le=1, description="Near duplicate: cosine at least this AND token Jaccard..."
+        0.92, ge=0, le=1, description="Close neighbour: cosine at least this AND token Jaccard..."
     )
     near_jaccard: float = Field(0.5, ge=0, le=1, description="...above this.")
     strong_cosine: float = Field(
-        0.95, ge=0, le=1, description="Near duplicate on cosine alone at or above this."
+        0.95, ge=0, le=1, description="Close neighbour on cosine alone at or above this."
     )
 
 
@@ -364,11 +367,25 @@ class ReflectSettings(_Section):
 
 class TenantSettings(_Section):
     default: str = Field("default", description="Tenant used when a request names none.")
+    owner: str = Field(
+        "user",
+        min_length=1,
+        max_length=200,
+        description='Who "I" and "my" in a note are when neither the note (subject) nor the '
+        "tenant (PUT /tenant/owner) names them.",
+    )
 
     @field_validator("default")
     @classmethod
     def _tenant_id(cls, value: str) -> str:
         return validate_tenant_id(value)
+
+    @field_validator("owner")
+    @classmethod
+    def _owner_name(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name someone (e.g. user, or the person's name)")
+        return value.strip()
 
 
 class McpSettings(_Section):

@@ -14,6 +14,8 @@ Each scenario runs a real `elephant serve` (keyless local mode, its own data dir
 3. extraction: a conversation is committed (facts extracted by the in-process
    worker); the app is killed while jobs run; after a restart every job must end
    done and no fact may be stored twice. Time until the queue is drained.
+4. SIGTERM under the same load: seconds until the app has exited and stopped
+   the embedded server (target: 5).
 """
 
 from __future__ import annotations
@@ -222,6 +224,31 @@ def kill_during_extraction(turns: int) -> dict[str, Any]:
         }
 
 
+def sigterm_shutdown(clients: int, seconds: float) -> dict[str, Any]:
+    """SIGTERM while writers commit and the worker extracts: seconds until the process is
+    gone and the embedded server stopped."""
+    with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
+        data_dir, port = Path(tmp), free_port()
+        server = start_server(data_dir, port, data_dir / "serve.log")
+        wait_healthy(server.url)
+        writers = Writers(server.url, clients)
+        writers.start()
+        time.sleep(seconds)
+        started = time.monotonic()
+        server.proc.send_signal(signal.SIGTERM)
+        code = server.proc.wait(timeout=120)
+        exited = time.monotonic() - started
+        writers.stop()
+        postgres_left = EmbeddedPostgres(data_dir / "embedded").status() is not None
+        EmbeddedPostgres(data_dir / "embedded").stop()
+        return {
+            **audit(data_dir, writers.acknowledged),
+            "exit_code": code,
+            "shutdown_s": round(exited, 1),
+            "postgres_left_running": postgres_left,
+        }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--clients", type=int, default=4)
@@ -237,6 +264,7 @@ def main() -> None:
         "kill_app": kill_app(clients, seconds),
         "kill_postmaster": kill_postmaster(clients, seconds),
         "kill_during_extraction": kill_during_extraction(turns),
+        "sigterm_shutdown": sigterm_shutdown(clients, seconds),
     }
     for name, result in results.items():
         print(f"{name}: {json.dumps(result)}")

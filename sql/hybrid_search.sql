@@ -28,6 +28,10 @@
 --   as_of timestamptz | NULL                 only facts valid at that instant
 --   include_expired boolean                  also superseded / expired facts
 --   recency_weight float, half_life_days float
+--                                            prior = weight * 0.5^(age / half-life), the
+--                                            exponent held to 0-200 half-lives: a future
+--                                            date counts as now, and an old one (a memory
+--                                            from 1900) cannot underflow float8 (an error)
 -- The caller sets hnsw.ef_search >= the lane sizes (and iterative scans) first.
 WITH q AS (
     SELECT v.embedding, v.query, v.variant
@@ -176,10 +180,10 @@ hits AS (
            coalesce(m.source_turn_ids, f.source_turn_ids)             AS source_turn_ids,
            coalesce(m.importance, f.importance)                       AS importance,
            CASE WHEN %(recency_weight)s::float8 > 0 THEN
-                %(recency_weight)s::float8 * power(0.5,
+                %(recency_weight)s::float8 * power(0.5, least(200, greatest(0,
                     extract(epoch FROM now() - coalesce(m.event_at, f.valid_from,
                                                         m.created_at, f.created_at))
-                    / 86400.0 / %(half_life_days)s::float8)
+                    / 86400.0 / %(half_life_days)s::float8)))
                 ELSE 0 END                                            AS prior
     FROM fused
     LEFT JOIN memories AS m ON fused.item = 'memory' AND m.id = fused.id

@@ -14,6 +14,7 @@ from app.services.facts.dates import (
     parse_session_date,
     render_mention,
     resolve_dates,
+    storable,
 )
 
 # LoCoMo's first session: Monday 8 May 2023, 13:56 UTC.
@@ -172,3 +173,64 @@ def test_parse_session_date(value: str, expected: datetime) -> None:
 @pytest.mark.parametrize("value", ["", "garbage", "13:99 pm on 8 May, 2023", "31 February 2023"])
 def test_parse_session_date_rejects_nonsense(value: str) -> None:
     assert parse_session_date(value) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "phrase", "start"),
+    [
+        ("we hiked last Tues", "last Tues", day(2023, 5, 2)),
+        ("dinner next Thurs", "next Thurs", day(2023, 5, 11)),
+        ("met her on Weds", "on Weds", day(2023, 5, 3)),
+        ("call on Tue", "on Tue", day(2023, 5, 2)),
+        ("party last Fri", "last Fri", day(2023, 5, 5)),
+        ("Thu morning was slow", "Thu morning", day(2023, 5, 4)),
+        ("ran last Sat", "last Sat", day(2023, 5, 6)),
+        ("see you next Mon", "next Mon", day(2023, 5, 15)),
+        ("went there on Sun", "on Sun", day(2023, 5, 7)),
+    ],
+)
+def test_abbreviated_weekdays_resolve_like_full_names(
+    text: str, phrase: str, start: datetime
+) -> None:
+    mention = only(text)
+    assert (mention.phrase, mention.start, mention.relative) == (phrase, start, True)
+    assert mention.end - mention.start == timedelta(days=1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["I sat down", "the sun is out", "we lay on sun loungers", "Sat on the bench", "Thursdays"],
+)
+def test_weekday_abbreviations_that_are_words_need_a_cue(text: str) -> None:
+    assert resolve_dates(text, ANCHOR) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "anchor"),
+    [
+        ("see you tomorrow", datetime(9999, 12, 31, 12, tzinfo=UTC)),
+        ("today", datetime(9999, 12, 31, tzinfo=UTC)),
+        ("next year", datetime(9999, 6, 1, tzinfo=UTC)),
+        ("next month", datetime(9999, 12, 5, tzinfo=UTC)),
+        ("next week", datetime(9999, 12, 28, tzinfo=timezone(timedelta(hours=14)))),
+        ("yesterday", datetime(1, 1, 1, 5, tzinfo=timezone(timedelta(hours=14)))),
+        ("last Tuesday", datetime(1, 1, 2, tzinfo=UTC)),  # 1 January 1 was a Monday
+        ("the vault opens on 9999-12-31", ANCHOR),
+        ("999 years from now", datetime(9500, 1, 1, tzinfo=UTC)),
+        ("999 years ago", datetime(500, 1, 1, tzinfo=UTC)),
+    ],
+)
+def test_dates_beyond_the_calendar_resolve_to_nothing(text: str, anchor: datetime) -> None:
+    assert resolve_dates(text, anchor) == []
+    assert count_dates(text) in (0, 1)  # never an OverflowError
+
+
+def test_storable_keeps_safe_dates_in_utc_and_drops_the_edges() -> None:
+    plus14 = timezone(timedelta(hours=14))
+    assert storable(datetime(2023, 5, 8, 2, tzinfo=plus14)) == datetime(2023, 5, 7, 12, tzinfo=UTC)
+    assert storable(datetime(2023, 5, 8)) == day(2023, 5, 8)  # naive is UTC
+    assert storable(None) is None
+    assert storable(datetime(1, 1, 1, 5, tzinfo=plus14)) is None  # before year 1 in UTC
+    assert storable(datetime(1, 6, 1, tzinfo=UTC)) is None
+    assert storable(datetime(9999, 12, 31, tzinfo=UTC)) is None
+    assert storable(datetime(9998, 12, 31, tzinfo=UTC)) == day(9998, 12, 31)

@@ -280,3 +280,100 @@ def test_locomo_conversation_zero() -> None:
         total_facts += len(facts)
         assert all(f.valid_from is not None and f.valid_from.tzinfo for f in facts)
     assert total_facts * 3 >= total_turns
+
+
+# A Monday, so "last Tues" and "next Thurs" are unambiguous.
+MONDAY = datetime(2024, 2, 5, 12, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("text", "fact", "day"),
+    [
+        (
+            "Last week I adopted a dog called Rex.",
+            "Tom adopted a dog called Rex during the week of 29 January 2024",
+            datetime(2024, 1, 29, tzinfo=UTC),
+        ),
+        (
+            "Last week, my sister visited Rome.",
+            "Tom's sister visited Rome during the week of 29 January 2024",
+            datetime(2024, 1, 29, tzinfo=UTC),
+        ),
+        (
+            "Yesterday I went to a fair to show my studio, it was great.",
+            "Tom went to a fair to show Tom's studio on 4 February 2024, it was great",
+            datetime(2024, 2, 4, tzinfo=UTC),
+        ),
+        (
+            "During the summer I worked at a farm.",
+            "During the summer Tom worked at a farm",
+            MONDAY,
+        ),
+        (
+            "Today is my birthday.",
+            "5 February 2024 is Tom's birthday",
+            datetime(2024, 2, 5, tzinfo=UTC),
+        ),
+        (
+            "Writing isn't always easy for me.",
+            "Writing isn't always easy for Tom",
+            MONDAY,
+        ),
+    ],
+)
+def test_sentences_opening_with_a_date_or_a_preposition_stay_grammatical(
+    text: str, fact: str, day: datetime
+) -> None:
+    [found] = extract_offline([TurnInput("Tom", text)], MONDAY)
+    assert found.text == fact
+    assert found.subject == "Tom"
+    assert found.valid_from == day
+
+
+@pytest.mark.parametrize(
+    ("text", "fact", "day"),
+    [
+        ("Last Tues I went hiking.", "Tom went hiking on 30 January 2024", 30),
+        ("Next Thurs I am flying to Rome.", "Tom is flying to Rome on 8 February 2024", 8),
+        ("On Weds I met Sarah.", "Tom met Sarah on 31 January 2024", 31),
+        ("I called Dad last Fri.", "Tom called Dad on 2 February 2024", 2),
+    ],
+)
+def test_abbreviated_weekdays_are_resolved(text: str, fact: str, day: int) -> None:
+    [found] = extract_offline([TurnInput("Tom", text)], MONDAY)
+    assert found.text == fact
+    assert found.valid_from is not None and found.valid_from.day == day
+
+
+def test_a_turn_without_an_id_cites_none() -> None:
+    turns = [TurnInput("Tom", "I adopted a dog called Rex."), TurnInput("Ann", "I live in Oslo.")]
+    facts = extract_offline(turns, MONDAY)
+    assert texts(facts) == ["Tom adopted a dog called Rex", "Ann lives in Oslo"]
+    assert [f.source_turn_ids for f in facts] == [[], []]
+
+
+@pytest.mark.parametrize(
+    ("text", "fact", "subject"),
+    [
+        ("I live in Paris.", "Ana lives in Paris", "Ana"),
+        ("I moved to Berlin.", "Ana moved to Berlin", "Ana"),
+        ("My sister works at Airbus.", "Ana's sister works at Airbus", "Ana"),
+        ("Moved to Lisbon last month.", "Ana moved to Lisbon in January 2024", "Ana"),
+        ("Yesterday I went to the dentist.", "Ana went to the dentist on 4 February 2024", "Ana"),
+        # not about the author: kept as written, never "Ana said ..."
+        ("Alice moved to Berlin in June 2024.", "Alice moved to Berlin in June 2024", "Alice"),
+        ("The launch is planned for next month.", "The launch is planned for March 2024", None),
+    ],
+)
+def test_a_notes_first_person_is_its_author(text: str, fact: str, subject: str | None) -> None:
+    note = TurnInput(None, text, timestamp=MONDAY, author="Ana")
+    [found] = extract_offline([note], None)
+    assert found.text == fact
+    assert found.subject == subject
+    assert ("Ana" in [e.name for e in found.entities]) == (subject == "Ana")
+    assert found.source_turn_ids == []
+
+
+def test_a_note_without_an_author_keeps_its_first_person() -> None:
+    [found] = extract_offline([TurnInput(None, "I live in Paris.", timestamp=MONDAY)], None)
+    assert (found.text, found.subject) == ("I live in Paris", None)

@@ -185,3 +185,34 @@ def test_background_worker_drains_the_queue(
     finally:
         worker.stop()
     assert state == "done"
+
+
+def test_wait_true_waits_for_a_worker_whose_claim_is_in_flight(
+    settings: Settings, db: Database, embedder: Embedder
+) -> None:
+    """The race behind `job_statuses: ["queued"]`: the worker has locked the job but not yet
+    committed its claim, so the job still reads queued and cannot be claimed here."""
+    import threading
+
+    from app.services.worker import run_job, run_job_now
+
+    elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+    stored = commit_note(
+        elephant, "race", NoteIn(text="Hiro moved the kiln to the Osaka studio on 3 May 2024")
+    )
+    assert stored.job_id is not None
+    claimed = threading.Event()
+
+    def slow_worker() -> None:
+        with db.worker_connection() as conn, conn.transaction():
+            jobs = [job for job in queue.claim(conn, 10) if job.id == stored.job_id]
+            claimed.set()
+            time.sleep(0.5)  # the claim is not committed yet
+        run_job(elephant, jobs[0])
+
+    thread = threading.Thread(target=slow_worker)
+    thread.start()
+    assert claimed.wait(30)
+    count, state = run_job_now(elephant, "race", stored.job_id, timeout_s=60)
+    thread.join(timeout=60)
+    assert (count, state) == (0, "done")  # the worker ran it; this call waited for it

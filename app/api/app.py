@@ -19,8 +19,13 @@ from app.api.graph import GraphController
 from app.api.health import HealthController
 from app.api.keys import KeysController
 from app.api.memory import MemoryController
+from app.api.params import check_url_text
+from app.api.records import RecordsController
+from app.api.request_id import add_request_id
+from app.api.requests import ElephantRequest
 from app.api.search import SearchController
 from app.api.sessions import SessionsController
+from app.api.tenant import TenantController
 from app.config import Settings
 from app.db import Database
 from app.services.auth import TENANT_HEADER
@@ -82,11 +87,14 @@ def create_app(
             GraphController,
             KeysController,
             MemoryController,
+            RecordsController,
             SearchController,
             SessionsController,
+            TenantController,
             *mounts,
         ],
         middleware=[AccessMiddleware(settings, provide_elephant, bind)],
+        before_send=[add_request_id],
         cors_config=cors,
         request_max_body_size=settings.server.max_body_bytes,
         dependencies={
@@ -94,6 +102,8 @@ def create_app(
             "db": Provide(provide_db, sync_to_thread=False),
         },
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        before_request=check_url_text,
+        request_class=ElephantRequest,
         on_startup=[startup],
         on_shutdown=[shutdown],
         lifespan=lifespan,

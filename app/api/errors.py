@@ -1,13 +1,54 @@
-"""The one place where Elephant's errors become HTTP responses."""
+"""The one place where Elephant's errors become HTTP responses.
+
+Every error answers ``{"error": code, "message": text, "details"?}``: Elephant's
+own errors, pydantic's (a service request built inside a handler), Litestar's
+(404 unknown path, 405, 400 malformed JSON, 413, 415...), and anything unexpected,
+which is a 500 ``internal_error`` that says nothing of the internals and is logged
+with its traceback.
+"""
 
 from __future__ import annotations
 
+import logging
+from http import HTTPStatus
 from typing import Any
 
+import pydantic
 from litestar import Request, Response
-from litestar.exceptions import ValidationException
+from litestar.exceptions import HTTPException, ValidationException
 
-from app.errors import ElephantError, Unauthorized
+from app.errors import (
+    Conflict,
+    ElephantError,
+    Forbidden,
+    InvalidInput,
+    MisdirectedHost,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Unauthorized,
+    UnsupportedMediaType,
+)
+from app.services.inputs import describe, location
+
+log = logging.getLogger(__name__)
+
+# Litestar's own errors use the codes of ours with the same status.
+_CODES = {
+    error.status_code: error.code
+    for error in (
+        Conflict,
+        Forbidden,
+        InvalidInput,
+        MisdirectedHost,
+        NotFound,
+        PayloadTooLarge,
+        RateLimited,
+        Unauthorized,
+        UnsupportedMediaType,
+    )
+}
+INTERNAL_MESSAGE = "an unexpected error occurred on the server; it has been logged"
 
 
 def elephant_error_handler(_: Request[Any, Any, Any], exc: ElephantError) -> Response[Any]:
@@ -28,14 +69,64 @@ def validation_error_handler(_: Request[Any, Any, Any], exc: ValidationException
         if isinstance(item, dict):
             where = item.get("key") or item.get("source") or "body"
             problems.append(f"{where}: {item.get('message', 'invalid')}")
-    message = "; ".join(problems) or str(exc.detail)
+    message = "; ".join(problems).replace("Value error, ", "") or str(exc.detail)
     return Response(
         content={"error": "invalid_input", "message": message, "details": {"fields": fields}},
         status_code=422,
     )
 
 
+def pydantic_error_handler(
+    _: Request[Any, Any, Any], exc: pydantic.ValidationError
+) -> Response[Any]:
+    """A service request built inside a handler (GET /search from query parameters) that
+    fails its model is the caller's mistake too: 422 naming each field."""
+    fields = [
+        {"key": location(error["loc"]), "message": str(error["msg"]).removeprefix("Value error, ")}
+        for error in exc.errors()
+    ]
+    return Response(
+        content={"error": "invalid_input", "message": describe(exc), "details": {"fields": fields}},
+        status_code=422,
+    )
+
+
+def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    """Litestar's own 4xx (unknown path, method, malformed JSON, size, media type) in our
+    shape, keeping the status and headers (Allow on a 405)."""
+    if exc.status_code >= 500:
+        return internal_error_handler(request, exc)
+    code = _CODES.get(exc.status_code) or _snake(exc.status_code)
+    return Response(
+        content={"error": code, "message": str(exc.detail)},
+        status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    """A bug or an outage nobody turned into an ElephantError: logged with its traceback,
+    answered without internals (they could leak data or schema)."""
+    log.exception(
+        "unexpected %s on %s %s", type(exc).__name__, request.method, request.url.path,
+        exc_info=exc,
+    )  # fmt: skip
+    return Response(
+        content={"error": "internal_error", "message": INTERNAL_MESSAGE}, status_code=500
+    )
+
+
+def _snake(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
+    except ValueError:
+        return "http_error"
+
+
 EXCEPTION_HANDLERS = {
     ElephantError: elephant_error_handler,
     ValidationException: validation_error_handler,
+    pydantic.ValidationError: pydantic_error_handler,
+    HTTPException: http_error_handler,
+    Exception: internal_error_handler,
 }

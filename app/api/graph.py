@@ -242,7 +242,9 @@ class GraphController(Controller):
         self,
         request: Request[Any, Any, Any],
         elephant: NamedDependency[Elephant],
-        offset: Annotated[int, Parameter(ge=0, description="Entities to skip.")] = 0,
+        offset: Annotated[
+            int, Parameter(ge=0, le=reads.MAX_OFFSET, description="Entities to skip.")
+        ] = 0,
         limit: Limit = 50,
         summary: Annotated[
             bool, Parameter(description="Counts only (true) or observations and relations.")

@@ -16,6 +16,7 @@ from app.services.keys import KeyIn
 from app.services.runtime import Elephant
 
 Limit = Annotated[int, Parameter(ge=1, le=500, description="1-500.")]
+MAX_OFFSET = 1_000_000  # beyond bigint an OFFSET is a database error, beyond this a mistake
 
 
 class KeysController(Controller):
@@ -77,7 +78,7 @@ class KeysController(Controller):
         request: Request[Any, Any, Any],
         elephant: NamedDependency[Elephant],
         limit: Limit = 50,
-        offset: Annotated[int, Parameter(ge=0)] = 0,
+        offset: Annotated[int, Parameter(ge=0, le=MAX_OFFSET, description="Entries to skip.")] = 0,
         all_tenants: Annotated[
             bool, Parameter(description="Every tenant's entries (all-tenant admin keys only).")
         ] = False,

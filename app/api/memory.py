@@ -14,6 +14,7 @@ from app.api.deps import tenant_from
 from app.services import admission, contradictions, queue
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.feedback import FeedbackIn, give_feedback
+from app.services.inputs import Real
 from app.services.runtime import Elephant
 
 Wait = Annotated[bool, Parameter(description="Run fact extraction now and return when it is done.")]
@@ -23,7 +24,7 @@ Limit = Annotated[int, Parameter(ge=1, le=200, description="1-200.")]
 class ThresholdIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    threshold: float | None = Field(
+    threshold: Real | None = Field(
         ..., ge=0, le=10, description="New threshold for this tenant; null restores the default."
     )
 

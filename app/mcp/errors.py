@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastmcp.exceptions import ResourceError, ToolError
@@ -22,27 +22,9 @@ from mcp.types import CallToolRequestParams
 from pydantic import ValidationError
 
 from app.errors import ElephantError, InvalidInput
+from app.services.inputs import describe
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def describe(exc: ValidationError) -> str:
-    """'field: problem; ...' with list positions as [i] (turns[0].text)."""
-    problems = []
-    for error in exc.errors()[:10]:
-        where = _location(error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        problems.append(f"{where}: {message}" if where else message)
-    if exc.error_count() > len(problems):
-        problems.append(f"... and {exc.error_count() - len(problems)} more")
-    return "; ".join(problems)
-
-
-def _location(loc: Sequence[int | str]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
 
 
 def message_for(exc: ElephantError | ValidationError) -> str:

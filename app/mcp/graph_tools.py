@@ -18,9 +18,11 @@ from app.services.graph import reads
 from app.services.graph.models import (
     DecisionIn,
     EntityIn,
+    EntityName,
     ObservationRefs,
     ObservationsIn,
     OpenIn,
+    Reason,
     RecordIn,
     RelationIn,
     RelationRef,
@@ -30,7 +32,7 @@ from app.services.graph.models import (
 GRAPH_TOOLS = ToolSet()
 
 Names = Annotated[
-    list[Annotated[str, Field(min_length=1, max_length=200)]],
+    list[EntityName],
     Field(min_length=1, max_length=200, description="Entity names (case-insensitive)."),
 ]
 Entities = Annotated[
@@ -217,9 +219,7 @@ def add_observations(observations: Observations) -> dict[str, Any]:
 @GRAPH_TOOLS.tool("write")
 def invalidate_observations(
     observations: ObservationRefList,
-    reason: Annotated[
-        str | None, Field(max_length=2000, description="Why it is no longer true.")
-    ] = None,
+    reason: Annotated[Reason | None, Field(description="Why it is no longer true.")] = None,
 ) -> dict[str, Any]:
     """Mark observations no longer true: kept as history, hidden from current answers."""
     runtime = current()

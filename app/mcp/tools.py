@@ -139,12 +139,20 @@ def store(
     importance: Annotated[float | None, Field(ge=0, le=100, description="0-100; 50.")] = None,
     occurred_at: Date = None,
     force: Annotated[bool, Field(description="Store even if the gate rejects it.")] = False,
+    subject: Annotated[
+        str | None, Field(description='Who "I" in the note is; default: the owner.')
+    ] = None,
 ) -> dict[str, Any]:
     """Remember a note in long-term memory. Duplicates are detected and an admission gate
     rejects chit-chat and vague text; facts are extracted in the background."""
     runtime = current()
     note = commit.NoteIn(
-        text=text, source=source, importance=importance, occurred_at=occurred_at, force=force
+        text=text,
+        source=source,
+        importance=importance,
+        occurred_at=occurred_at,
+        force=force,
+        subject=subject,
     )
     result = commit.commit_note(runtime.elephant, runtime.tenant(), note)
     composite = result.gate.composite

@@ -12,19 +12,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.db.runtime import Connection
 from app.errors import InvalidInput
 from app.providers.embedder import Vectors
-from app.services import gate, queue
-from app.services.inputs import parse_when
+from app.services import dedup, gate, queue
+from app.services.inputs import Label, Metadata, Name, NonBlank, Real, ShortText, When
 from app.services.runtime import Elephant
-from app.services.text import content_hash, jaccard
+from app.services.tenants import tenant_owner
+from app.services.text import content_hash
 from app.services.windows import Window, WindowTurn, build_windows
 
 EXTRACT_JOB = "extract_facts"
@@ -39,36 +39,33 @@ class _Input(BaseModel):
 
 
 class NoteIn(_Input):
-    text: str = Field(min_length=1, description="The memory, verbatim.")
-    source: str = Field("api", min_length=1, max_length=100, description="Where it came from.")
-    importance: float | None = Field(None, ge=0, le=100, description="0-100; default 50.")
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    occurred_at: datetime | None = Field(None, description="When it happened (the event date).")
+    text: NonBlank = Field(description="The memory, verbatim.")
+    source: Label = Field("api", description="Where it came from.")
+    importance: Real | None = Field(None, ge=0, le=100, description="0-100; default 50.")
+    metadata: Metadata = Field(default_factory=dict)
+    occurred_at: When | None = Field(None, description="When it happened (the event date).")
     force: bool = Field(False, description="Store even if the gate would reject it (logged).")
-
-    _parse_when = field_validator("occurred_at", mode="before")(parse_when)
+    subject: Name | None = Field(
+        None, description='Who "I" and "my" in the note are; default: the tenant\'s owner.'
+    )
 
 
 class TurnIn(_Input):
-    speaker: str = Field(min_length=1, max_length=200)
-    text: str = Field(min_length=1)
-    timestamp: datetime | None = None
-    id: str | None = Field(None, max_length=200, description="Caller's turn id, e.g. D1:3.")
-
-    _parse_when = field_validator("timestamp", mode="before")(parse_when)
+    speaker: Name
+    text: NonBlank
+    timestamp: When | None = None
+    id: ShortText | None = Field(None, description="Caller's turn id, e.g. D1:3.")
 
 
 class ConversationIn(_Input):
     turns: list[TurnIn] = Field(min_length=1)
-    session_date: datetime | None = Field(None, description="Anchor for relative dates.")
-    conversation_id: str | None = Field(None, max_length=200)
-    source: str = Field("conversation", min_length=1, max_length=100)
+    session_date: When | None = Field(None, description="Anchor for relative dates.")
+    conversation_id: ShortText | None = None
+    source: Label = "conversation"
     window_size: int = Field(5, ge=1, le=100)
     stride: int = Field(2, ge=1, le=100)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: Metadata = Field(default_factory=dict)
     force: bool = False
-
-    _parse_when = field_validator("session_date", mode="before")(parse_when)
 
     @model_validator(mode="after")
     def _stride_within_window(self) -> ConversationIn:
@@ -183,14 +180,39 @@ def _nearest(
 
 def _near_duplicate(
     elephant: Elephant, text: str, neighbours: list[tuple[str, str, float]]
-) -> tuple[str, float] | None:
-    rules = elephant.settings.dedup
-    for memory_id, other, similarity in neighbours:
-        if similarity >= rules.strong_cosine or (
-            similarity >= rules.near_cosine and jaccard(text, other) > rules.near_jaccard
-        ):
-            return memory_id, similarity
-    return None
+) -> dedup.Screening:
+    """Close neighbours by the cosine rule; merge only into one with the same information
+    (app.services.dedup), so an update ("port 8080" -> "port 9090") is never swallowed."""
+    return dedup.screen(text, neighbours, elephant.settings.dedup)
+
+
+def _merged_reason(near: dedup.NearMatch) -> str:
+    return f"near duplicate of {near.memory_id} (cosine {near.similarity:.3f}), same information"
+
+
+def _kept_reason(screening: dedup.Screening, *, force: bool) -> str | None:
+    """Why close neighbours did not absorb the text, for the admission log."""
+    if force and screening.duplicate is not None:
+        near = screening.duplicate
+        cosine = f"cosine {near.similarity:.3f}"
+        return f"near duplicate of {near.memory_id} ({cosine}) not merged: force"
+    if not screening.differing:
+        return None
+    near, others = screening.differing[0], len(screening.differing) - 1
+    also = f" (and {others} more close neighbour{'s' * (others != 1)})" if others else ""
+    return (
+        f"near duplicate of {near.memory_id} (cosine {near.similarity:.3f}) but differs: "
+        f"{dedup.describe(near.differences)}{also}; novelty measured without it"
+    )
+
+
+def _novelty_similarity(
+    hits: list[tuple[str, str, float]], screening: dedup.Screening
+) -> float | None:
+    """The nearest neighbour's cosine, skipping close neighbours that say something else:
+    the changed value is exactly what is new, so they must not make the text look stale."""
+    differing = {match.memory_id for match in screening.differing}
+    return max((hit[2] for hit in hits if hit[0] not in differing), default=None)
 
 
 def _bump(conn: Connection, memory_id: str) -> None:
@@ -229,25 +251,32 @@ def _screen(
     threshold = gate.tenant_threshold(conn, elephant, tenant)
     results: list[tuple[gate.GateVerdict, str | None] | None] = [None] * len(candidates)
     to_judge: list[int] = []
+    similarities: list[float | None] = []
+    notes: dict[int, str] = {}
     for i, candidate in enumerate(candidates):
         if candidate.digest in existing:
             reason = "exact duplicate (same content hash)"
+            if force:
+                reason += ": the text is already stored, force does not store it twice"
             results[i] = (gate.duplicate_verdict(threshold, reason), existing[candidate.digest])
             continue
-        near = _near_duplicate(elephant, candidate.text, neighbours.get(i, []))
-        if near is not None:
-            reason = f"near duplicate (cosine {near[1]:.3f})"
-            results[i] = (gate.duplicate_verdict(threshold, reason), near[0])
+        hits = neighbours.get(i, [])
+        screening = _near_duplicate(elephant, candidate.text, hits)
+        if screening.duplicate is not None and not force:
+            reason = _merged_reason(screening.duplicate)
+            results[i] = (gate.duplicate_verdict(threshold, reason), screening.duplicate.memory_id)
             continue
+        note = _kept_reason(screening, force=force)
+        if note is not None:
+            notes[i] = note
         to_judge.append(i)
-    similarities = [
-        max((hit[2] for hit in neighbours[i]), default=None) if i in neighbours else None
-        for i in to_judge
-    ]
+        similarities.append(_novelty_similarity(hits, screening))
     verdicts = gate.judge(
         elephant, conn, tenant, [candidates[i].text for i in to_judge], similarities, force=force
     )
     for i, verdict in zip(to_judge, verdicts, strict=True):
+        if i in notes:
+            verdict = replace(verdict, reason=f"{notes[i]}; {verdict.reason}")
         if candidates[i].embedding is None:
             verdict = replace(
                 verdict,
@@ -291,11 +320,13 @@ def commit_note(elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = F
             ).fetchone()
             assert row is not None
             memory_id = str(row[0])
+            # who "I" is, fixed now: a later change of the tenant's owner does not rewrite it
+            subject = note.subject or tenant_owner(conn, elephant, tenant).owner
             job_id = queue.enqueue(
                 conn,
                 tenant,
                 EXTRACT_JOB,
-                {"memory_id": memory_id},
+                {"memory_id": memory_id, "subject": subject},
                 max_attempts=elephant.settings.worker.max_attempts,
             )
             if candidate.embedding is None:

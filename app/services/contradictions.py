@@ -115,11 +115,14 @@ def _close(
     ).fetchone()
     if inserted is None:
         return
+    # An undated newer fact was true from when its source was written (its memory's
+    # event or commit time), not from whenever this job happens to run.
     conn.execute(
         "UPDATE facts AS old SET status = 'superseded', superseded_by = new.id, "
         "expired_at = greatest(now(), old.recorded_at), "
-        "valid_to = greatest(coalesce(new.valid_from, now()), coalesce(old.valid_from, "
-        "'-infinity')) "
+        "valid_to = greatest(coalesce(new.valid_from, "
+        "(SELECT coalesce(m.event_at, m.created_at) FROM memories m WHERE m.id = new.memory_id), "
+        "now()), coalesce(old.valid_from, '-infinity')) "
         "FROM facts AS new WHERE old.id = %s AND new.id = %s AND old.status = 'active'",
         (older, newer),
     )

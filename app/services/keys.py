@@ -18,6 +18,7 @@ from app.db.runtime import Connection, Database
 from app.errors import Forbidden, InvalidInput, NotFound
 from app.services import audit
 from app.services.auth import SCOPES, Principal, Scope, secret_hash
+from app.services.inputs import ShortText
 
 PREFIX_BYTES = 6  # 12 hex characters: finds the key, says nothing about it
 SECRET_BYTES = 32  # 256 bits
@@ -39,7 +40,7 @@ class KeyIn(BaseModel):
     scopes: list[Scope] = Field(
         default_factory=lambda: _default_scopes(), min_length=1, description="read, write, admin."
     )
-    name: str = Field("", max_length=200, description="What the key is for.")
+    name: ShortText = Field("", description="What the key is for.")
     expires_in_days: float | None = Field(
         None, gt=0, le=3650, description="Days until it stops working; none: never."
     )

@@ -10,8 +10,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.services.inputs import Text
 from app.services.runtime import Elephant
 from app.services.search import SearchRequest, record_hits, search
 from app.services.text import tokens
@@ -23,13 +24,22 @@ MESSAGES_IN_QUERY = 3
 class ProactiveIn(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    messages: list[str] = Field(min_length=1, max_length=100)
+    messages: list[Text] = Field(min_length=1, max_length=100)
     max_results: int = Field(5, ge=1, le=50)
+
+    @field_validator("messages")
+    @classmethod
+    def _something_said(cls, messages: list[str]) -> list[str]:
+        """Blank messages are allowed (a turn may carry only a tool call), but the search
+        needs words from at least one."""
+        if not any(message.strip() for message in messages):
+            raise ValueError("at least one message must contain text")
+        return messages
 
 
 def proactive(elephant: Elephant, tenant: str, request: ProactiveIn) -> dict[str, Any]:
     recent = [m for m in request.messages if m][-MESSAGES_IN_QUERY:]
-    query = "\n".join(recent)[-4000:] or " "
+    query = "\n".join(recent)[-4000:].strip()
     found = search(
         elephant,
         tenant,

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.prompts import reflect as reflect_prompt
 from app.prompts.reflect import Route
 from app.providers.llm import LLMError
+from app.services.inputs import NonBlank
 from app.services.runtime import Elephant
 from app.services.search import SearchFilters, SearchHit, SearchRequest, search
 from app.services.usage import record_usage
@@ -47,7 +48,7 @@ def classify(question: str) -> Route:
 class ReflectIn(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    q: str = Field(min_length=1, max_length=4000, description="The question.")
+    q: NonBlank = Field(max_length=4000, description="The question.")
     limit: int | None = Field(None, ge=1, le=60, description="Sources to use (reflect.limit).")
     filters: SearchFilters = Field(default_factory=SearchFilters)
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from functools import cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.db.resources import load_sql
 from app.db.runtime import Connection
@@ -26,7 +26,7 @@ from app.providers.llm import LLMError
 from app.providers.reranker import RerankerError
 from app.services.expansion import expand, keyword_text
 from app.services.graph.linking import lane_entities
-from app.services.inputs import parse_when
+from app.services.inputs import NonBlank, Real, Text, When
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
 
@@ -41,18 +41,14 @@ class _Input(BaseModel):
 
 
 class SearchFilters(_Input):
-    source: str | list[str] | None = Field(None, description="Only these sources.")
+    source: Text | list[Text] | None = Field(None, description="Only these sources.")
     kind: Kind | list[Kind] | None = Field(None, description="window, note and/or fact.")
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    event_after: datetime | None = Field(None, description="Event date (facts: valid_from).")
-    event_before: datetime | None = None
-    as_of: datetime | None = Field(None, description="Only facts valid at this instant.")
+    created_after: When | None = None
+    created_before: When | None = None
+    event_after: When | None = Field(None, description="Event date (facts: valid_from).")
+    event_before: When | None = None
+    as_of: When | None = Field(None, description="Only facts valid at this instant.")
     include_expired: bool = Field(False, description="Also superseded and expired facts.")
-
-    _parse_when = field_validator(
-        "created_after", "created_before", "event_after", "event_before", "as_of", mode="before"
-    )(parse_when)
 
     def sources(self) -> list[str] | None:
         if self.source is None:
@@ -73,7 +69,7 @@ class LaneSizes(_Input):
 
 
 class SearchRequest(_Input):
-    query: str = Field(min_length=1, max_length=20000)
+    query: NonBlank = Field(max_length=20000)
     limit: int | None = Field(
         None, ge=1, le=200, description="1-200 (default search.default_limit)."
     )
@@ -81,7 +77,7 @@ class SearchRequest(_Input):
     expand: bool | None = Field(None, description="Add query variants (default search.expand).")
     explain: bool = Field(False, description="Add timings and lane details.")
     lanes: LaneSizes = Field(default_factory=LaneSizes)
-    recency_weight: float | None = Field(None, ge=0, le=1)
+    recency_weight: Real | None = Field(None, ge=0, le=1)
     rerank: bool | None = Field(
         None, description="Rerank the fused pool with the reranker service (reranker.enabled)."
     )

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.errors import InvalidInput, NotFound
 from app.prompts import handoff as handoff_prompt
 from app.providers.llm import LLMError, LLMUsage
 from app.services.commit import ConversationIn, TurnIn, commit_conversation
-from app.services.inputs import parse_when
+from app.services.inputs import Label, Metadata, NonBlank, ShortText, Text, When, require_text
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
 
@@ -39,22 +39,20 @@ PROJECT_MAX_CHARS = 200
 class SessionCloseIn(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    project: str = Field(
-        min_length=1, max_length=PROJECT_MAX_CHARS, description="The project the session was on."
+    project: NonBlank = Field(
+        max_length=PROJECT_MAX_CHARS, description="The project the session was on."
     )
-    transcript: str | None = Field(
+    transcript: Text | None = Field(
         None,
         description="The session as text; 'Speaker: text' lines become turns, otherwise one turn.",
     )
     turns: list[TurnIn] | None = Field(None, description="The session as turns (or transcript).")
-    session_date: datetime | None = Field(None, description="When the session happened (now).")
-    conversation_id: str | None = Field(
-        None, max_length=200, description="Appends to this conversation when it exists."
+    session_date: When | None = Field(None, description="When the session happened (now).")
+    conversation_id: ShortText | None = Field(
+        None, description="Appends to this conversation when it exists."
     )
-    source: str = Field("session", min_length=1, max_length=100)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-    _parse_when = field_validator("session_date", mode="before")(parse_when)
+    source: Label = "session"
+    metadata: Metadata = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _one_body(self) -> SessionCloseIn:
@@ -343,6 +341,7 @@ def _draft(
 
 def check_project(project: str) -> str:
     value = project.strip()
+    require_text("project", value)
     if not 1 <= len(value) <= PROJECT_MAX_CHARS:
         raise InvalidInput(f"project: must be 1-{PROJECT_MAX_CHARS} characters")
     return value

@@ -100,17 +100,22 @@ def run_job_now(
 ) -> tuple[int, str]:
     """``?wait=true``: run this job in the caller's thread, or wait for the worker that has it.
 
-    Returns (facts stored by this call, the job's status afterwards).
+    Returns (facts stored by this call, the job's status afterwards). A job that still
+    reads "queued" but cannot be claimed is being claimed by a worker at this moment (its
+    row is locked, its claim not yet committed): keep trying until one of us has it.
     """
-    with elephant.db.tenant(tenant) as conn:
-        job = queue.claim_one(conn, job_id)
-    count = run_job(elephant, job) if job is not None else 0
     deadline = time.monotonic() + timeout_s
     while True:
         with elephant.db.tenant(tenant) as conn:
+            job = queue.claim_one(conn, job_id)
+        if job is not None:
+            count = run_job(elephant, job)
+            with elephant.db.tenant(tenant) as conn:
+                return count, queue.status(conn, job_id) or "missing"
+        with elephant.db.tenant(tenant) as conn:
             state = queue.status(conn, job_id) or "missing"
-        if state != "running" or time.monotonic() > deadline:
-            return count, state
+        if state not in ("queued", "running") or time.monotonic() > deadline:
+            return 0, state
         time.sleep(0.05)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from datetime import MAXYEAR, MINYEAR, UTC, datetime, timedelta, tzinfo
 from typing import NamedTuple
 
 MONTH_NAMES = (
@@ -47,7 +47,24 @@ _MONTH = (
 _MONTH_CAP = (
     r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
 )
-_WEEKDAY = r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+# Full names and the abbreviations nobody mistakes for a word ("Tues", "Thurs", "Weds");
+# "Mon", "Wed", "Sat" and "Sun" are also words, so _SHORT_WEEKDAY_RE asks for more.
+_WEEKDAY = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|tues?|thu(?:rs?)?|weds|fri)"
+)
+_WEEKDAY_ABBREVIATIONS = {
+    "mon": 0,
+    "tue": 1,
+    "tues": 1,
+    "wed": 2,
+    "weds": 2,
+    "thu": 3,
+    "thur": 3,
+    "thurs": 3,
+    "fri": 4,
+    "sat": 5,
+    "sun": 6,
+}
 _SEASON = r"(?:spring|summer|fall|autumn|winter)"
 _NUMBER_WORDS: dict[str, int] = {
     "a": 1,
@@ -114,6 +131,10 @@ _AGO_RE = re.compile(
 _WEEKDAY_RE = re.compile(
     rf"\b(?:(on|last|next|this|this\s+past|past|coming)\s+)?({_WEEKDAY})\b{_DAYPART}(?!s)",
     re.IGNORECASE,
+)
+_SHORT_WEEKDAY_RE = re.compile(
+    r"\b(?i:(on|last|next|this|this\s+past|past|coming))\s+(Mon|Wed|Sat|Sun)\b"
+    rf"(?i:{_DAYPART})"
 )
 _SEASON_RE = re.compile(
     rf"\b(this|last|next|this\s+past|coming)\s+({_SEASON})\b(?!\s+(?:of\s+)?{_YEAR})",
@@ -198,6 +219,14 @@ def _weekend_span(saturday: datetime) -> tuple[datetime, datetime]:
 def _season_span(season: str, year: int, tz: tzinfo | None) -> tuple[datetime, datetime]:
     start = datetime(year, _SEASON_START[season], 1, tzinfo=tz)
     return start, _add_months(start, 3)
+
+
+def weekday_index(word: str) -> int:
+    """Monday = 0, from a full name or an abbreviation ('Tues', 'Thurs', 'Weds')."""
+    lower = word.lower()
+    if lower in WEEKDAY_NAMES:
+        return WEEKDAY_NAMES.index(lower)
+    return _WEEKDAY_ABBREVIATIONS[lower]
 
 
 def _number(word: str) -> int | None:
@@ -341,7 +370,7 @@ def _resolve_weekday(m: re.Match[str], today: datetime | None, tz: tzinfo | None
     if today is None:
         return None
     which = " ".join((m[1] or "on").lower().split())
-    target = WEEKDAY_NAMES.index(m[2].lower())
+    target = weekday_index(m[2])
     back = (today.weekday() - target) % 7  # days since the most recent such day, 0 = today
     forward = (target - today.weekday()) % 7
     if which in ("last", "past", "this past"):
@@ -394,11 +423,40 @@ _RULES: tuple[tuple[re.Pattern[str], _Resolver, bool], ...] = (
     (_PERIOD_RE, _resolve_period, True),
     (_AGO_RE, _resolve_ago, True),
     (_WEEKDAY_RE, _resolve_weekday, True),
+    (_SHORT_WEEKDAY_RE, _resolve_weekday, True),
     (_SEASON_RE, _resolve_season, True),
     (_RELATIVE_MONTH_RE, _resolve_relative_month, True),
     (_MONTH_ONLY_RE, _resolve_month_only, True),
 )
 _EXPLICIT_YEAR_RE = re.compile(rf"\b{_YEAR}\b|\d{{4}}-\d")
+
+
+def _within_calendar(
+    resolve: _Resolver, m: re.Match[str], today: datetime | None, tz: tzinfo | None
+) -> _Span | None:
+    """The span, or None when it leaves Python's calendar (years 1-9999): 'tomorrow'
+    said on 31 December 9999 or '9999-12-31' (whose end is a day later) has no span."""
+    try:
+        return resolve(m, today, tz)
+    except (OverflowError, ValueError):
+        return None
+
+
+def storable(value: datetime | None) -> datetime | None:
+    """value in UTC when it lies safely inside years 1-9999, else None (no date).
+
+    Postgres keeps times beyond either edge, Python cannot read them back: a date an
+    offset like +14:00, or the session time zone, pushes over an edge would be written
+    and then break every read, so a date within a year of an edge is dropped.
+    """
+    if value is None:
+        return None
+    aware = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    try:
+        utc = aware.astimezone(UTC)
+    except OverflowError:
+        return None
+    return utc if MINYEAR < utc.year < MAXYEAR else None
 
 
 def find_dates(text: str, anchor: datetime | None) -> list[DateMatch]:
@@ -411,7 +469,7 @@ def find_dates(text: str, anchor: datetime | None) -> list[DateMatch]:
     candidates: list[tuple[int, int, int, DateMention]] = []
     for order, (pattern, resolve, relative) in enumerate(_RULES):
         for m in pattern.finditer(text):
-            span = resolve(m, today, tz)
+            span = _within_calendar(resolve, m, today, tz)
             if span is None:
                 continue
             phrase = m[0].strip()

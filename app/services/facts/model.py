@@ -13,12 +13,18 @@ FactType = Literal["world", "experience", "inference"]
 
 @dataclass(frozen=True)
 class TurnInput:
-    """One utterance to extract from. A note is a single turn with speaker None."""
+    """One utterance to extract from. A note is a single turn with speaker None.
+
+    A note's author is who "I" and "my" in it are (the note's subject, else the
+    tenant's owner); unlike a speaker, an author is not a conversation partner, so
+    a note's other sentences are not reported as something the author said.
+    """
 
     speaker: str | None
     text: str
     timestamp: datetime | None = None
     turn_id: str | None = None  # caller's id of the turn, e.g. LoCoMo's "D1:3"
+    author: str | None = None  # notes only
 
 
 class EntityRef(BaseModel):

@@ -193,11 +193,19 @@ _EMOTION_ADJECTIVES = _words(
     obsessed hooked addicted
     """
 )
-_NON_VERB_ING = frozenset({"something", "nothing", "anything", "everything", "thing", "king"})
+# Words ending in -ing that are no verb: a sentence opening with one has no implicit
+# subject ("During the week ..." must not become "Tom is during the week ...").
+_NON_VERB_ING = _words(
+    """
+    something nothing anything everything thing king during according regarding including
+    excluding notwithstanding pending morning evening wedding ceiling sibling
+    """
+)
 _FINITE_VERBS = _words(
     """
     is was are were has have had looks seems sounds makes helps can will would could might
     should must does did gives keeps brings means feels takes lets gets becomes remains
+    isn't wasn't aren't weren't doesn't didn't hasn't haven't can't won't
     """
 )
 _THIRD_PERSON = {
@@ -538,25 +546,61 @@ def _recurring(match: DateMatch) -> bool:
     )
 
 
+# What follows a sentence-opening date phrase when the phrase is an adverbial and not
+# the subject: "Last week, I ...", "Yesterday Tom ...", but not "Today is ...".
+_CLAUSE_AFTER_DATE_RE = re.compile(
+    r"\s*,\s*\S|\s+(?:[A-Z]|(?:we|he|she|they|it|there|you|my|our|his|her|their|your|the"
+    r"|a|an)\b)"
+)  # used with .match(text, pos), so no ^
+# ...and when it is the subject: "Today is my birthday", "Last week was busy".
+_DATE_AS_SUBJECT_RE = re.compile(
+    r"'s\b|\s+(?:is|was|will|would|has|had|seems|seemed|looks|looked|sounds|sounded|feels"
+    r"|felt|must|should|could|can|might|may)\b"
+)
+
+
 def _rewrite_dates(text: str, anchor: datetime | None) -> tuple[str, datetime | None]:
-    """Relative date phrases replaced by absolute ones, and the first event date."""
+    """Relative date phrases replaced by absolute ones, and the first event date.
+
+    A sentence that opens with its date says it at the end instead ("Last week I
+    adopted Rex" -> "I adopted Rex during the week of 29 January 2024"), so the
+    pronoun and implicit-subject rules see the clause's real first word; a date that
+    is the subject loses its preposition ("Today is ..." -> "5 February 2024 is ...").
+    """
     matches = [m for m in find_dates(text, anchor) if not _recurring(m)]
     event: datetime | None = matches[0].mention.start if matches else None
     out: list[str] = []
     pos = 0
+    trailer = ""
     for match in matches:
         mention = match.mention
         if not mention.relative:
             continue
         replacement = render_mention(mention)
-        if _PREPOSITION_BEFORE_RE.search(text[: match.begin]) and not replacement.startswith(
-            "around "
-        ):  # "since last year" -> "since 2022", not "since in 2022"
+        if match.begin == 0 and _CLAUSE_AFTER_DATE_RE.match(text, match.stop):
+            trailer, pos = replacement, match.stop
+            continue
+        bare = (match.begin == 0 and _DATE_AS_SUBJECT_RE.match(text, match.stop)) or (
+            _PREPOSITION_BEFORE_RE.search(text[: match.begin])
+        )  # "since last year" -> "since 2022", not "since in 2022"
+        if bare and not replacement.startswith("around "):
             replacement = replacement.split(" ", 1)[1]
         out.append(text[pos : match.begin] + replacement)
         pos = match.stop
     out.append(text[pos:])
-    return "".join(out), event
+    rewritten = "".join(out)
+    if trailer:
+        rewritten = _append_to_first_clause(rewritten.strip(" ,").rstrip(" .!;:"), trailer)
+    return rewritten, event
+
+
+def _append_to_first_clause(text: str, phrase: str) -> str:
+    """phrase at the end of text's first clause: 'I went to a fair on 24 April 2023, it was
+    great'. A comma within the first four words lists names ('John, Maria and I ...')."""
+    for comma in re.finditer(r",\s", text):
+        if len(text[: comma.start()].split()) >= 4:
+            return f"{text[: comma.start()]} {phrase}{text[comma.start() :]}"
+    return f"{text} {phrase}"
 
 
 # --- sentences ---------------------------------------------------------------------------
@@ -632,11 +676,12 @@ def _confidence(text: str, reported: bool, implicit: bool) -> float:
 
 @dataclass(frozen=True)
 class _Context:
-    speaker: _Person | None
+    speaker: _Person | None  # for a note: its author, who "I" is
     addressee: _Person | None
     people: frozenset[str]
     anchor: datetime | None
     turn_id: str | None
+    note: bool = False  # a note: nothing in it is reported speech or said to anyone
 
 
 def _as_utc(value: datetime | None) -> datetime | None:
@@ -654,39 +699,21 @@ def _clause_fact(clause: str, ctx: _Context) -> ExtractedFact | None:
     for pattern, replacement in _SLANG:
         text = pattern.sub(replacement, text)
     first_person = ctx.speaker is not None and bool(_FIRST_PERSON_RE.search(text))
-    if ctx.speaker is not None and (
-        _SKIP_OPENER_RE.match(text) or (not first_person and _REACTION_RE.match(text))
-    ):
+    spoken = ctx.speaker is not None and not ctx.note
+    if spoken and (_SKIP_OPENER_RE.match(text) or (not first_person and _REACTION_RE.match(text))):
         return None
     informative = [w for w in content_words(text) if w not in ctx.people]
-    vague = ctx.speaker is not None and not first_person and _PRONOUN_OPENER_RE.match(text)
+    vague = spoken and not first_person and _PRONOUN_OPENER_RE.match(text)
     dated, event = _rewrite_dates(text, ctx.anchor)
     # a dated event is worth keeping even when short: "I visited her yesterday"
     needed = (3 if vague else 2) - (event is not None and dated != text)
     if len(informative) < needed:
         return None
 
-    implicit = reported = False
-    fact_type: FactType = "world"
-    subject: str | None
-    if ctx.speaker is None:
-        body = dated
-        subject = _leading_name(body, ctx.people)
-    else:
-        name = ctx.speaker.name
-        lead = _implicit_subject(dated, name)
-        if lead is not None:
-            dated, implicit, first_person = lead, True, True
-        body = _resolve_pronouns(dated, ctx.speaker, ctx.addressee)
-        if first_person:
-            fact_type, subject = "experience", name
-            reported = not re.search(rf"\b{re.escape(name)}\b", body)
-        else:
-            subject = _leading_name(dated, ctx.people)  # before "you" became a name
-            reported = subject is None
-            subject = subject or name
+    who = _attribute(dated, first_person, ctx)
+    body = who.body
     # names come from the text before pronouns were resolved ("me of my" is no name)
-    entities = _entities(dated, ctx)
+    entities = _entities(who.dated, ctx, ctx.speaker if spoken or who.first_person else None)
     addressee = ctx.addressee.name if ctx.addressee else None
     if (
         addressee
@@ -694,7 +721,7 @@ def _clause_fact(clause: str, ctx: _Context) -> ExtractedFact | None:
         and re.search(rf"\b{re.escape(addressee)}\b", body)
     ):
         entities.append(EntityRef(name=addressee, type="person"))
-    if reported and ctx.speaker is not None:
+    if who.reported and ctx.speaker is not None:
         body = f"{ctx.speaker.name} said {_lower_first(body)}"
     body = _finish(body)
     if not body:
@@ -702,25 +729,59 @@ def _clause_fact(clause: str, ctx: _Context) -> ExtractedFact | None:
 
     return ExtractedFact(
         text=body,
-        subject=subject,
+        subject=who.subject,
         entities=entities,
-        fact_type=fact_type,
+        fact_type=who.fact_type,
         valid_from=_as_utc(event if event is not None else ctx.anchor),
-        confidence=_confidence(body, reported, implicit),
+        confidence=_confidence(body, who.reported, who.implicit),
         source_turn_ids=[ctx.turn_id] if ctx.turn_id else [],
     )
+
+
+@dataclass(frozen=True)
+class _Attribution:
+    """Who a clause is about, and the clause rewritten to say so."""
+
+    dated: str  # the clause before pronouns were resolved: names are read from it
+    body: str
+    subject: str | None
+    fact_type: FactType
+    reported: bool  # a conversation statement not about its speaker: "X said ..."
+    implicit: bool  # the subject was added to a subjectless clause ("Moved to Rome")
+    first_person: bool
+
+
+def _attribute(dated: str, first_person: bool, ctx: _Context) -> _Attribution:
+    """First person becomes the speaker (a note's author); other statements keep their
+    own subject, and in a conversation are reported as the speaker's words."""
+    if ctx.speaker is None:
+        subject = _leading_name(dated, ctx.people)
+        return _Attribution(dated, dated, subject, "world", False, False, False)
+    name = ctx.speaker.name
+    lead = _implicit_subject(dated, name)
+    if lead is not None:
+        dated, first_person = lead, True
+    body = _resolve_pronouns(dated, ctx.speaker, ctx.addressee)
+    if first_person:
+        reported = not ctx.note and not re.search(rf"\b{re.escape(name)}\b", body)
+        return _Attribution(dated, body, name, "experience", reported, lead is not None, True)
+    subject = _leading_name(dated, ctx.people)  # before "you" became a name
+    if ctx.note:  # a note about someone else: "Alice moved to Berlin"
+        return _Attribution(dated, body, subject, "world", False, False, False)
+    return _Attribution(dated, body, subject or name, "world", subject is None, False, False)
 
 
 _QUOTED_RE = re.compile(r'"([^"]{2,80})"|(?<!\w)\'([A-Z][^\']{1,80})\'(?!\w)')
 
 
-def _entities(text: str, ctx: _Context) -> list[EntityRef]:
-    """The speaker, then every name in text, typed by the words just before it."""
+def _entities(text: str, ctx: _Context, speaker: _Person | None) -> list[EntityRef]:
+    """The speaker (if the fact involves them), then every name in text, typed by the
+    words just before it."""
     entities: list[EntityRef] = []
     seen: set[str] = set()
-    if ctx.speaker is not None:
-        entities.append(EntityRef(name=ctx.speaker.name, type="person"))
-        seen.add(ctx.speaker.name.lower())
+    if speaker is not None:
+        entities.append(EntityRef(name=speaker.name, type="person"))
+        seen.add(speaker.name.lower())
     for m in _QUOTED_RE.finditer(text):
         title = (m[1] or m[2]).strip(" ,.!?")
         if title and title.lower() not in seen:
@@ -765,17 +826,22 @@ def extract_offline(
     """Facts from a conversation (or notes) by rules alone; deterministic and de-duplicated.
 
     The anchor for relative dates is each turn's timestamp, else the session date.
+    A note (speaker None) with an author attributes its first-person sentences to
+    the author.
     """
-    people = frozenset(t.speaker.lower() for t in turns if t.speaker)
+    people = frozenset(
+        name.lower() for t in turns for name in (t.speaker, t.author) if name and name.strip()
+    )
     facts: list[ExtractedFact] = []
     index_of: dict[str, int] = {}
     for turn, other in zip(turns, _addressees(turns), strict=True):
         ctx = _Context(
-            speaker=_person(turn.speaker),
+            speaker=_person(turn.speaker) or _person(turn.author),
             addressee=_person(other) if turn.speaker else None,
             people=people,
             anchor=turn.timestamp or session_date,
             turn_id=turn.turn_id,
+            note=not turn.speaker,
         )
         for sentence in _sentences(_clean(turn.text)):
             if sentence.rstrip().endswith("?"):

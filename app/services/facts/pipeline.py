@@ -2,22 +2,32 @@
 
 Runs inside the job's tenant transaction. An LLM failure raises, so the job is
 retried with backoff while the memory it came from stays stored and searchable.
+
+Relative dates resolve against when the words were written, never against the
+clock when the job runs (a job may run hours later, or be retried): a note's
+occurred_at, else its commit time; a turn's timestamp, else its session date,
+else the commit time of its turns. A note's "I" is the subject it was committed
+with (the job payload), so first-person facts get a subject and meet the
+contradiction check like a conversation's.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from app.db.runtime import Connection
 from app.prompts import extract_facts as extract_prompt
 from app.services import contradictions
+from app.services.facts.dates import storable
 from app.services.facts.model import ExtractedFact, TurnInput
 from app.services.facts.offline import extract_offline
 from app.services.graph import linking
 from app.services.queue import Job
 from app.services.runtime import Elephant
+from app.services.tenants import tenant_owner
 from app.services.text import content_hash
 from app.services.usage import record_usage
 
@@ -26,28 +36,26 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
     """Returns the number of new facts stored."""
     payload = job.payload
     if "memory_id" in payload:
-        source = _note_source(conn, str(payload["memory_id"]))
+        source = _note_source(elephant, conn, job.tenant_id, payload)
     else:
         source = _conversation_source(conn, payload)
     if source is None:
         return 0  # the memory or conversation was deleted meanwhile
-    turns, anchor, memory_for_turn, conversation_id, source_name = source
-    facts = _extract(elephant, conn, job.tenant_id, turns, anchor)
+    facts = [
+        _storable(fact, source)
+        for fact in _extract(elephant, conn, job.tenant_id, source.turns, source.anchor)
+    ]
     if not facts:
         return 0
     vectors = elephant.embedder.embed_documents([fact.text for fact in facts])
     rows = []
     for fact, vector in zip(facts, vectors, strict=True):
-        memory_id = next(
-            (memory_for_turn[t] for t in fact.source_turn_ids if t in memory_for_turn),
-            memory_for_turn.get("*"),
-        )
         rows.append(
             (
                 job.tenant_id,
-                memory_id,
-                conversation_id,
-                fact.source_turn_ids,
+                source.memory_of(fact),
+                source.conversation_id,
+                source.caller_ids(fact),
                 fact.subject,
                 fact.text,
                 vector,
@@ -57,7 +65,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
                 fact.valid_from,
                 _valid_to(fact),
                 content_hash(fact.text),
-                source_name,
+                source.name,
             )
         )
     stored: list[contradictions.StoredFact] = []
@@ -86,6 +94,18 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
     contradictions.check(elephant, conn, job.tenant_id, stored)
     linking.link_facts(elephant, conn, job.tenant_id, new_facts)
     return len(stored)
+
+
+def _storable(fact: ExtractedFact, source: _Source) -> ExtractedFact:
+    """The fact with dates Python can read back (see dates.storable) and only the turn
+    handles this job showed the extractor (an LLM may invent others)."""
+    return fact.model_copy(
+        update={
+            "valid_from": storable(fact.valid_from),
+            "valid_to": storable(fact.valid_to),
+            "source_turn_ids": [t for t in fact.source_turn_ids if t in source.handles],
+        }
+    )
 
 
 def _valid_to(fact: ExtractedFact) -> datetime | None:
@@ -118,11 +138,40 @@ def _extract(
     return [extract_prompt.to_extracted(fact) for fact in result.value.facts]
 
 
-# turns, date anchor, memory id per turn id ("*" for a note), conversation id, source
-_Source = tuple[list[TurnInput], datetime | None, dict[str, str], str | None, str]
+@dataclass(frozen=True)
+class _Source:
+    """What one job extracts from, and how its facts map back to turns and memories.
+
+    Every turn is shown to the extractor under a handle: the caller's turn id, or
+    ``#<seq>`` for a turn without one (so facts can still be traced to their window).
+    Handles of the second kind are never stored as source turn ids.
+    """
+
+    turns: list[TurnInput]  # turn_id = the handle; a note has none
+    anchor: datetime | None  # the session date (or the note's date)
+    memory_for: dict[str, str]  # handle -> memory id; "*" for a note
+    caller_id: dict[str, str]  # handle -> the caller's turn id, for turns that had one
+    conversation_id: str | None
+    name: str  # the memory's source
+
+    @property
+    def handles(self) -> set[str]:
+        return {turn.turn_id for turn in self.turns if turn.turn_id is not None}
+
+    def memory_of(self, fact: ExtractedFact) -> str | None:
+        return next(
+            (self.memory_for[t] for t in fact.source_turn_ids if t in self.memory_for),
+            self.memory_for.get("*"),
+        )
+
+    def caller_ids(self, fact: ExtractedFact) -> list[str]:
+        return [self.caller_id[t] for t in fact.source_turn_ids if t in self.caller_id]
 
 
-def _note_source(conn: Connection, memory_id: str) -> _Source | None:
+def _note_source(
+    elephant: Elephant, conn: Connection, tenant: str, payload: dict[str, Any]
+) -> _Source | None:
+    memory_id = str(payload["memory_id"])
     row = conn.execute(
         "SELECT text, coalesce(event_at, created_at), source FROM memories WHERE id = %s",
         (memory_id,),
@@ -130,7 +179,18 @@ def _note_source(conn: Connection, memory_id: str) -> _Source | None:
     if row is None:
         return None
     text, when, source = row
-    return [TurnInput(None, text, when, None)], when, {"*": memory_id}, None, source
+    # jobs queued before notes had a subject: the tenant's owner now
+    author = payload.get("subject") or tenant_owner(conn, elephant, tenant).owner
+    turn = TurnInput(None, text, when, None, author=str(author))
+    return _Source([turn], when, {"*": memory_id}, {}, None, source)
+
+
+def _handle(seq: int, taken: set[str]) -> str:
+    """``#<seq>``, made unique should a caller have used that as a turn id."""
+    handle = f"#{seq}"
+    while handle in taken:
+        handle += "'"
+    return handle
 
 
 def _conversation_source(conn: Connection, payload: dict[str, Any]) -> _Source | None:
@@ -140,9 +200,10 @@ def _conversation_source(conn: Connection, payload: dict[str, Any]) -> _Source |
     ).fetchone()
     if conversation is None:
         return None
+    # occurred_at is the turn's timestamp, else its session date (set at commit)
     rows = conn.execute(
-        "SELECT seq, speaker, text, occurred_at, source_turn_id FROM turns "
-        "WHERE conversation_id = %s AND seq BETWEEN %s AND %s ORDER BY seq",
+        "SELECT seq, speaker, text, coalesce(occurred_at, created_at), source_turn_id "
+        "FROM turns WHERE conversation_id = %s AND seq BETWEEN %s AND %s ORDER BY seq",
         (conversation_id, payload["seq_from"], payload["seq_to"]),
     ).fetchall()
     if not rows:
@@ -153,13 +214,18 @@ def _conversation_source(conn: Connection, payload: dict[str, Any]) -> _Source |
         (conversation_id, payload["seq_from"], payload["seq_to"]),
     ).fetchall()
     turns = []
-    memory_for_turn: dict[str, str] = {}
-    for seq, speaker, text, occurred_at, source_turn_id in rows:
-        turn_id = source_turn_id or f"#{seq}"
-        turns.append(TurnInput(speaker, text, occurred_at, turn_id))
+    memory_for: dict[str, str] = {}
+    caller_id: dict[str, str] = {}
+    taken = {str(row[4]) for row in rows if row[4]}
+    for seq, speaker, text, when, source_turn_id in rows:
+        handle = source_turn_id or _handle(seq, taken)
+        taken.add(handle)
+        turns.append(TurnInput(speaker, text, when, handle))
+        if source_turn_id:
+            caller_id[handle] = source_turn_id
         window = next((w for w in windows if w[1] <= seq <= w[2]), None)
         if window is not None:
-            memory_for_turn[turn_id] = str(window[0])
+            memory_for[handle] = str(window[0])
     anchor_text = payload.get("session_date")
     anchor = datetime.fromisoformat(anchor_text) if anchor_text else None
-    return turns, anchor, memory_for_turn, conversation_id, str(conversation[0])
+    return _Source(turns, anchor, memory_for, caller_id, conversation_id, str(conversation[0]))

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.services.inputs import parse_when
+from app.services.inputs import NON_BLANK, TEXT, Name, Text, When
 
-NAME = Field(min_length=1, max_length=200, description="Entity name; case and spacing ignored.")
+NAME = Field(description="Entity name; case and spacing ignored.")
+Statement = Annotated[str, Field(min_length=1, max_length=4000), NON_BLANK]
+"""An observation, a decision or its reason: 1-4000 characters, not only whitespace."""
+Reason = Annotated[str, Field(max_length=2000), TEXT]
+"""Why something is no longer true (0-2000 characters)."""
+Reference = Annotated[str, Field(min_length=1, max_length=4000), NON_BLANK]
+"""An observation named by its text or its id."""
 
 
 class _In(BaseModel):
@@ -17,47 +22,43 @@ class _In(BaseModel):
 
 
 class ObservationIn(_In):
-    content: str = Field(min_length=1, max_length=4000, description="One atomic statement.")
-    kind: str = Field(
+    content: Statement = Field(description="One atomic statement.")
+    kind: Text = Field(
         "note", description="note | decided | rejected | because | touches (default note)."
     )
 
 
 class EntityIn(_In):
-    name: str = NAME
-    entity_type: str | None = Field(
+    name: Name = NAME
+    entity_type: Text | None = Field(
         None,
         description="decision, concept, finding, rule, open-question, artifact, insight, task, "
         "event, thing, person, organization or place (new entities default to thing).",
     )
-    domain: str | None = Field(None, description="Subject domain (new entities: general).")
-    epistemic: str | None = Field(
+    domain: Text | None = Field(None, description="Subject domain (new entities: general).")
+    epistemic: Text | None = Field(
         None, description="assertion | hypothesis | speculation | unknown (default unknown)."
     )
-    observations: list[str | ObservationIn] = Field(
+    observations: list[Statement | ObservationIn] = Field(
         default_factory=list, description="Statements about the entity (strings are notes)."
     )
 
 
 class RelationIn(_In):
-    source: str = NAME
-    relation_type: str = Field(
-        min_length=1,
-        max_length=60,
+    source: Name = NAME
+    relation_type: Annotated[str, Field(min_length=1, max_length=60), NON_BLANK] = Field(
         description="supports, contradicts, evolved_into, depends_on, exemplifies, part_of, "
         "caused_by, enables, supersedes, related_to, investigates, informs, uses, mentions, "
         "knows, works_at, lives_in, member_of (aliases such as requires are folded).",
     )
-    target: str = NAME
-    epistemic: str | None = None
-    valid_from: datetime | None = Field(None, description="When it became true (default now).")
-
-    _parse_when = field_validator("valid_from", mode="before")(parse_when)
+    target: Name = NAME
+    epistemic: Text | None = None
+    valid_from: When | None = Field(None, description="When it became true (default now).")
 
 
 class ObservationsIn(_In):
-    entity: str = NAME
-    contents: list[str | ObservationIn] = Field(min_length=1)
+    entity: Name = NAME
+    contents: list[Statement | ObservationIn] = Field(min_length=1)
 
 
 class RecordIn(_In):
@@ -73,33 +74,23 @@ class RecordIn(_In):
 
 
 class DecisionIn(_In):
-    name: str = NAME
-    decided: str = Field(min_length=1, max_length=4000, description="What was decided.")
-    because: str = Field(min_length=1, max_length=4000, description="Why.")
-    rejected: list[str] = Field(
+    name: Name = NAME
+    decided: Statement = Field(description="What was decided.")
+    because: Statement = Field(description="Why.")
+    rejected: list[Statement] = Field(
         default_factory=list, description="Alternatives considered and rejected, one each."
     )
-    domain: str | None = None
-    supersedes: str | None = Field(
-        None, max_length=200, description="Name of an earlier decision this one replaces."
+    domain: Text | None = None
+    supersedes: Name | None = Field(
+        None, description="Name of an earlier decision this one replaces."
     )
-    epistemic: str | None = Field("assertion", description="Default assertion.")
-
-    @field_validator("rejected")
-    @classmethod
-    def _rejected(cls, value: list[str]) -> list[str]:
-        cleaned = [item.strip() for item in value]
-        if any(not item or len(item) > 4000 for item in cleaned):
-            raise ValueError("each rejected alternative needs 1-4000 characters")
-        return cleaned
+    epistemic: Text | None = Field("assertion", description="Default assertion.")
 
 
 class ReviseIn(_In):
-    entity: str = NAME
-    superseded_by: str = Field(
-        min_length=1, max_length=200, description="Name of the entity that replaces it."
-    )
-    observations: list[str] = Field(
+    entity: Name = NAME
+    superseded_by: Name = Field(description="Name of the entity that replaces it.")
+    observations: list[Reference] = Field(
         default_factory=list,
         description="Observations (text or id) of the entity that are no longer true; "
         "empty: the whole entity is superseded.",
@@ -107,23 +98,23 @@ class ReviseIn(_In):
     superseding_entity: EntityIn | None = Field(
         None, description="Create or update the replacing entity in the same transaction."
     )
-    reason: str | None = Field(None, max_length=2000)
+    reason: Reason | None = None
 
 
 class ObservationRefs(_In):
-    entity: str = NAME
-    observations: list[str] = Field(min_length=1, description="Observation texts or ids.")
+    entity: Name = NAME
+    observations: list[Reference] = Field(min_length=1, description="Observation texts or ids.")
 
 
 class RelationRef(_In):
-    source: str = NAME
-    relation_type: str = Field(min_length=1, max_length=60)
-    target: str = NAME
+    source: Name = NAME
+    relation_type: Annotated[str, Field(min_length=1, max_length=60), NON_BLANK]
+    target: Name = NAME
 
 
 # ------------------------------------------------------------------ list bodies (HTTP)
 
-EntityName = Annotated[str, Field(min_length=1, max_length=200)]
+EntityName = Name
 
 
 class EntitiesIn(_In):
@@ -149,7 +140,7 @@ class ObservationRefsIn(_In):
 
 
 class InvalidateIn(ObservationRefsIn):
-    reason: str | None = Field(None, max_length=2000, description="Why they are no longer true.")
+    reason: Reason | None = Field(None, description="Why they are no longer true.")
 
 
 class RelationRefsIn(_In):
@@ -161,8 +152,6 @@ class NamesIn(_In):
 
 
 class OpenIn(NamesIn):
-    as_of: datetime | None = Field(
+    as_of: When | None = Field(
         None, description="The graph as it was at this instant (default: now, current only)."
     )
-
-    _parse_when = field_validator("as_of", mode="before")(parse_when)

@@ -15,10 +15,12 @@ from app.errors import InvalidInput
 from app.services.graph import vocabulary as vocab
 from app.services.graph.operations import active_observations, graph_store
 from app.services.graph.store import Entity, GraphStore, Relation, entity_key
+from app.services.inputs import require_text
 from app.services.runtime import Elephant
 
 MAX_LIMIT = 200
 MAX_HOPS = 3
+MAX_OFFSET = 10_000_000
 
 
 def _relation_dict(relation: Relation, names: dict[str, str]) -> dict[str, Any]:
@@ -111,6 +113,8 @@ def open_nodes(
     """
     if not names:
         raise InvalidInput("names: give at least one entity name")
+    for name in names:
+        require_text("names", name)
     _bounded(len(names), "number of names", 1, MAX_LIMIT)
     store = graph_store(elephant)
     keys = [entity_key(name) for name in names]
@@ -141,6 +145,9 @@ def search_nodes(
     max_relations: int = 10,
 ) -> dict[str, Any]:
     """Entities whose name matches the query, then entities whose observations match it."""
+    require_text("query", query)
+    require_text("domain", domain)
+    require_text("entity_type", entity_type)
     text = entity_key(query)
     if not text:
         raise InvalidInput("query: give some text to search for")
@@ -197,7 +204,7 @@ def read_graph(
     summary: bool = True,
 ) -> dict[str, Any]:
     """One page of entities in name order; summary drops observations and relation lists."""
-    _bounded(offset, "offset", 0, 10_000_000)
+    _bounded(offset, "offset", 0, MAX_OFFSET)
     _bounded(limit, "limit", 1, MAX_LIMIT)
     store = graph_store(elephant)
     with elephant.db.tenant(tenant) as conn:
@@ -245,6 +252,7 @@ def neighbourhood(
     elephant: Elephant, tenant: str, query: str | None, *, limit: int = 50, hops: int = 1
 ) -> dict[str, Any]:
     """Nodes and edges around the entities a query names, breadth first up to `hops`."""
+    require_text("q", query)
     _bounded(hops, "hops", 1, MAX_HOPS)
     _bounded(limit, "limit", 1, MAX_LIMIT)
     store = graph_store(elephant)

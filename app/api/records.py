@@ -1,0 +1,149 @@
+"""Erasure and records endpoints: erase a target, list / read / delete memories and facts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from uuid import UUID
+
+from litestar import Controller, Request, delete, get, post
+from litestar.di import NamedDependency
+from litestar.params import JSONBody, Parameter, PathParameter
+
+from app.api.access import ADMIN, READ
+from app.api.deps import principal_of, tenant_from
+from app.services import records
+from app.services.erasure import EraseIn, erase
+from app.services.runtime import Elephant
+
+Limit = Annotated[int, Parameter(ge=1, le=records.MAX_LIMIT, description="1-200 per page.")]
+Offset = Annotated[int, Parameter(ge=0, le=records.MAX_OFFSET, description="Rows to skip.")]
+MemoryId = Annotated[UUID, PathParameter(description="The memory's id.")]
+FactId = Annotated[UUID, PathParameter(description="The fact's id.")]
+Source = Annotated[str | None, Parameter(min_length=1, max_length=100, description="Source.")]
+
+
+def _actor(request: Request[Any, Any, Any]) -> str | None:
+    """The key prefix the audit row names (None in auth.mode local)."""
+    return principal_of(request).prefix
+
+
+class RecordsController(Controller):
+    tags = ["records"]
+
+    @post(
+        "/erase",
+        sync_to_thread=True,
+        opt=ADMIN,
+        status_code=200,
+        summary="Erase a subject, conversation, source, rows or the whole tenant (dry_run first)",
+    )
+    def erase(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        data: JSONBody[EraseIn],
+    ) -> dict[str, Any]:
+        tenant = tenant_from(request, elephant)
+        return erase(elephant, tenant, data, actor=_actor(request)).to_dict()
+
+    # ------------------------------------------------------------ memories
+
+    @get("/memories", sync_to_thread=True, opt=READ, summary="Memories, newest first, paged")
+    def list_memories(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        kind: Annotated[records.MemoryKind | None, Parameter(description="note or window.")] = None,
+        source: Source = None,
+        conversation: Annotated[
+            str | None, Parameter(min_length=1, max_length=200, description="Id or uuid.")
+        ] = None,
+        limit: Limit = 50,
+        offset: Offset = 0,
+    ) -> dict[str, Any]:
+        page = records.list_memories(
+            elephant,
+            tenant_from(request, elephant),
+            kind=kind,
+            source=source,
+            conversation=conversation,
+            limit=limit,
+            offset=offset,
+        )
+        return page.to_dict()
+
+    @get(
+        "/memories/{memory_id:uuid}",
+        sync_to_thread=True,
+        opt=READ,
+        summary="One memory with its facts count",
+    )
+    def get_memory(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        memory_id: MemoryId,
+    ) -> dict[str, Any]:
+        return records.get_memory(elephant, tenant_from(request, elephant), memory_id).to_dict()
+
+    @delete(
+        "/memories/{memory_id:uuid}",
+        sync_to_thread=True,
+        opt=ADMIN,
+        status_code=200,
+        summary="Delete a memory and what was derived from it; returns the erasure report",
+    )
+    def delete_memory(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        memory_id: MemoryId,
+    ) -> dict[str, Any]:
+        tenant = tenant_from(request, elephant)
+        report = records.delete_memory(elephant, tenant, memory_id, actor=_actor(request))
+        return report.to_dict()
+
+    # ------------------------------------------------------------ facts
+
+    @get("/facts", sync_to_thread=True, opt=READ, summary="Facts, newest first, paged")
+    def list_facts(
+        self,
+        request: Request[Any, Any, Any],
+        elephant: NamedDependency[Elephant],
+        status: Annotated[
+            records.FactStatus | None, Parameter(description="active, superseded or retracted.")
+        ] = None,
+        source: Source = None,
+        memory_id: Annotated[UUID | None, Parameter(description="Facts of this memory.")] = None,
+        limit: Limit = 50,
+        offset: Offset = 0,
+    ) -> dict[str, Any]:
+        page = records.list_facts(
+            elephant,
+            tenant_from(request, elephant),
+            status=status,
+            source=source,
+            memory_id=memory_id,
+            limit=limit,
+            offset=offset,
+        )
+        return page.to_dict()
+
+    @get("/facts/{fact_id:uuid}", sync_to_thread=True, opt=READ, summary="One fact")
+    def get_fact(
+        self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant], fact_id: FactId
+    ) -> dict[str, Any]:
+        return records.get_fact(elephant, tenant_from(request, elephant), fact_id).to_dict()
+
+    @delete(
+        "/facts/{fact_id:uuid}",
+        sync_to_thread=True,
+        opt=ADMIN,
+        status_code=200,
+        summary="Delete a fact with its links; returns the erasure report",
+    )
+    def delete_fact(
+        self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant], fact_id: FactId
+    ) -> dict[str, Any]:
+        tenant = tenant_from(request, elephant)
+        return records.delete_fact(elephant, tenant, fact_id, actor=_actor(request)).to_dict()

@@ -1,0 +1,253 @@
+"""Memories and facts as records: list a page, read one, delete one.
+
+Reads run inside the caller's tenant (row-level security): an id of another
+tenant is simply not found, so a caller learns nothing about other tenants.
+Deleting goes through erasure, so what hangs off the row (derived facts, entity
+links, gate decisions, feedback, contradictions, jobs) goes in the same
+transaction and the deletion is audited.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any, Generic, Literal, Protocol, TypeVar
+from uuid import UUID
+
+from app.db.runtime import Connection
+from app.errors import InvalidInput, NotFound
+from app.services.erasure import EraseIn, ErasureReport, erase
+from app.services.runtime import Elephant
+
+MAX_LIMIT = 200
+MAX_OFFSET = 1_000_000
+
+MemoryKind = Literal["note", "window"]
+FactStatus = Literal["active", "superseded", "retracted"]
+
+
+class _Record(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=_Record)
+
+
+@dataclass(frozen=True)
+class MemoryRecord:
+    id: str
+    kind: str
+    text: str
+    source: str
+    importance: float
+    conversation_id: str | None
+    conversation_external_id: str | None
+    turn_start: int | None
+    turn_end: int | None
+    source_turn_ids: list[str]
+    event_at: datetime | None
+    created_at: datetime
+    seen_count: int
+    access_count: int
+    last_accessed_at: datetime | None
+    metadata: dict[str, Any]
+    has_embedding: bool
+    facts: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class FactRecord:
+    id: str
+    text: str
+    subject: str | None
+    fact_type: str
+    confidence: float
+    importance: float
+    status: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    recorded_at: datetime
+    expired_at: datetime | None
+    superseded_by: str | None
+    memory_id: str | None
+    conversation_id: str | None
+    source: str | None
+    source_turn_ids: list[str]
+    observation_kind: str | None
+    entities: list[dict[str, str]]  # graph links: {key, link}
+    metadata: dict[str, Any]
+    created_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Page(Generic[R]):
+    items: list[R]
+    total: int
+    offset: int
+    limit: int
+
+    @property
+    def next_offset(self) -> int | None:
+        following = self.offset + len(self.items)
+        return following if following < self.total else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "items": [item.to_dict() for item in self.items],
+            "total": self.total,
+            "offset": self.offset,
+            "limit": self.limit,
+            "next_offset": self.next_offset,
+        }
+
+
+def _check_page(limit: int, offset: int) -> None:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidInput(f"limit must be 1-{MAX_LIMIT}, got {limit}")
+    if not 0 <= offset <= MAX_OFFSET:
+        raise InvalidInput(f"offset must be 0-{MAX_OFFSET}, got {offset}")
+
+
+# ------------------------------------------------------------------ memories
+
+_MEMORY_COLUMNS = """
+    m.id::text, m.kind, m.text, m.source, m.importance, m.conversation_id::text, c.external_id,
+    m.turn_start, m.turn_end, m.source_turn_ids, m.event_at, m.created_at, m.seen_count,
+    m.access_count, m.last_accessed_at, m.metadata, m.embedding IS NOT NULL,
+    (SELECT count(*) FROM facts AS f WHERE f.memory_id = m.id)::int"""
+_MEMORY_FROM = "FROM memories AS m LEFT JOIN conversations AS c ON c.id = m.conversation_id"
+# One filter block for the page and its total; a conversation is named by either id.
+_MEMORY_FILTER = """
+    WHERE (%(kind)s::text IS NULL OR m.kind = %(kind)s)
+      AND (%(source)s::text IS NULL OR m.source = %(source)s)
+      AND (%(conversation)s::text IS NULL OR c.external_id = %(conversation)s
+           OR m.conversation_id = %(conversation_uuid)s)"""
+
+
+def _as_uuid(value: str | None) -> UUID | None:
+    try:
+        return None if value is None else UUID(value)
+    except ValueError:
+        return None
+
+
+def list_memories(
+    elephant: Elephant,
+    tenant: str,
+    *,
+    kind: MemoryKind | None = None,
+    source: str | None = None,
+    conversation: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Page[MemoryRecord]:
+    """Newest first. ``conversation``: the caller's id for it or its uuid."""
+    _check_page(limit, offset)
+    params = {
+        "kind": kind,
+        "source": source,
+        "conversation": conversation,
+        "conversation_uuid": _as_uuid(conversation),
+        "limit": limit,
+        "offset": offset,
+    }
+    with elephant.db.tenant(tenant) as conn:
+        rows = conn.execute(
+            f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} {_MEMORY_FILTER} "
+            "ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s OFFSET %(offset)s",
+            params,
+        ).fetchall()
+        total = _count(conn, f"SELECT count(*) {_MEMORY_FROM} {_MEMORY_FILTER}", params)
+    return Page([MemoryRecord(*row) for row in rows], total, offset, limit)
+
+
+def get_memory(elephant: Elephant, tenant: str, memory_id: UUID) -> MemoryRecord:
+    with elephant.db.tenant(tenant) as conn:
+        row = conn.execute(
+            f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.id = %s", (memory_id,)
+        ).fetchone()
+    if row is None:
+        raise NotFound(f"no memory with id {memory_id} in this tenant")
+    return MemoryRecord(*row)
+
+
+def delete_memory(
+    elephant: Elephant, tenant: str, memory_id: UUID, *, actor: str | None = None
+) -> ErasureReport:
+    """The memory with the facts derived from it and everything hanging off both."""
+    request = EraseIn(memory_ids=[memory_id])
+    return erase(elephant, tenant, request, actor=actor, must_exist=True)
+
+
+# ------------------------------------------------------------------ facts
+
+_FACT_COLUMNS = """
+    f.id::text, f.text, f.subject, f.fact_type, f.confidence, f.importance, f.status,
+    f.valid_from, f.valid_to, f.recorded_at, f.expired_at, f.superseded_by::text,
+    f.memory_id::text, f.conversation_id::text, f.source, f.source_turn_ids, f.observation_kind,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('key', fe.entity_key, 'link', fe.link)
+                               ORDER BY fe.link, fe.entity_key)
+              FROM fact_entities AS fe WHERE fe.fact_id = f.id), '[]'::jsonb),
+    f.metadata, f.created_at"""
+_FACT_FILTER = """
+    WHERE (%(status)s::text IS NULL OR f.status = %(status)s)
+      AND (%(source)s::text IS NULL OR f.source = %(source)s)
+      AND (%(memory_id)s::uuid IS NULL OR f.memory_id = %(memory_id)s)"""
+
+
+def list_facts(
+    elephant: Elephant,
+    tenant: str,
+    *,
+    status: FactStatus | None = None,
+    source: str | None = None,
+    memory_id: UUID | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Page[FactRecord]:
+    """Newest first; superseded and retracted facts included unless ``status`` says."""
+    _check_page(limit, offset)
+    params = {
+        "status": status,
+        "source": source,
+        "memory_id": memory_id,
+        "limit": limit,
+        "offset": offset,
+    }
+    with elephant.db.tenant(tenant) as conn:
+        rows = conn.execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts AS f {_FACT_FILTER} "
+            "ORDER BY f.created_at DESC, f.id DESC LIMIT %(limit)s OFFSET %(offset)s",
+            params,
+        ).fetchall()
+        total = _count(conn, f"SELECT count(*) FROM facts AS f {_FACT_FILTER}", params)
+    return Page([FactRecord(*row) for row in rows], total, offset, limit)
+
+
+def get_fact(elephant: Elephant, tenant: str, fact_id: UUID) -> FactRecord:
+    with elephant.db.tenant(tenant) as conn:
+        row = conn.execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.id = %s", (fact_id,)
+        ).fetchone()
+    if row is None:
+        raise NotFound(f"no fact with id {fact_id} in this tenant")
+    return FactRecord(*row)
+
+
+def delete_fact(
+    elephant: Elephant, tenant: str, fact_id: UUID, *, actor: str | None = None
+) -> ErasureReport:
+    """The fact with its entity links, feedback and contradictions."""
+    request = EraseIn(fact_ids=[fact_id])
+    return erase(elephant, tenant, request, actor=actor, must_exist=True)
+
+
+def _count(conn: Connection, query: str, params: dict[str, Any]) -> int:
+    row = conn.execute(query, params).fetchone()
+    return int(row[0]) if row else 0
