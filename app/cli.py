@@ -26,9 +26,9 @@ from app.services.auth import check_bind
 
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound="BaseModel")
-# Seconds uvicorn waits for open requests at SIGTERM; with the worker's 3 s and the
+# Seconds uvicorn waits for open requests at SIGTERM; with the worker's 1.5 s and the
 # server's fast stop, shutdown stays within about 5 s.
-SHUTDOWN_GRACE_S = 2
+SHUTDOWN_GRACE_S = 1
 
 
 def _settings() -> Settings:

@@ -50,6 +50,7 @@ class Writers:
     def __init__(self, url: str, clients: int) -> None:
         self.url = url
         self.acknowledged: list[tuple[str, str]] = []  # (memory id, text)
+        self.acknowledged_started: list[float] = []  # when each acknowledged request began
         self.statuses: Counter[str] = Counter()
         self.first_success_after: dict[str, float] = {}
         self._stop = threading.Event()
@@ -74,6 +75,7 @@ class Writers:
             while not self._stop.is_set():
                 n += 1
                 text = note(rng, seed * 1_000_000 + n)
+                began = time.monotonic()
                 try:
                     response = client.post("/commit", json={"text": text})
                 except httpx.HTTPError as exc:
@@ -84,6 +86,13 @@ class Writers:
                 if response.status_code == 201:
                     with self._lock:
                         self.acknowledged.append((response.json()["memory_id"], text))
+                        self.acknowledged_started.append(began)
+
+    def first_acknowledged_after(self, instant: float) -> float | None:
+        """When the first write begun after ``instant`` was acknowledged (began time)."""
+        with self._lock:
+            later = [began for began in self.acknowledged_started if began > instant]
+        return min(later) if later else None
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
@@ -159,15 +168,15 @@ def kill_postmaster(clients: int, seconds: float) -> dict[str, Any]:
         time.sleep(seconds)
         status = EmbeddedPostgres(data_dir / "embedded").status()
         assert status is not None
-        before = len(writers.acknowledged)
         os.kill(status.pid, signal.SIGKILL)
         killed = time.monotonic()
         recovered = None
         statuses: dict[str, int] = {}
         while time.monotonic() - killed < 120:
-            if len(writers.acknowledged) > before:
+            first = writers.first_acknowledged_after(killed)
+            if first is not None:
                 statuses = writers.snapshot()
-                recovered = time.monotonic() - killed
+                recovered = first - killed  # a write begun after the kill was acknowledged
                 break
             time.sleep(0.05)
         time.sleep(2)

@@ -130,7 +130,7 @@ class Worker:
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, timeout_s: float = 3.0) -> None:
+    def stop(self, timeout_s: float = 1.5) -> None:
         """Stop polling; a job still running after ``timeout_s`` is handed back to the queue
         when the runtime closes (LeaseKeeper.close), so shutdown stays quick."""
         self._stop.set()
