@@ -17,6 +17,7 @@ import pydantic
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
+from app.api.request_id import request_id
 from app.errors import (
     Conflict,
     ElephantError,
@@ -107,12 +108,18 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
     """A bug or an outage nobody turned into an ElephantError: logged with its traceback,
     answered without internals (they could leak data or schema)."""
+    rid = request_id(request.scope)
     log.exception(
-        "unexpected %s on %s %s", type(exc).__name__, request.method, request.url.path,
-        exc_info=exc,
+        "unexpected %s on %s %s (request %s)", type(exc).__name__, request.method,
+        request.url.path, rid, exc_info=exc,
     )  # fmt: skip
     return Response(
-        content={"error": "internal_error", "message": INTERNAL_MESSAGE}, status_code=500
+        content={
+            "error": "internal_error",
+            "message": f"{INTERNAL_MESSAGE} (request id {rid}: the server log has the details)",
+            "details": {"request_id": rid},
+        },
+        status_code=500,
     )
 
 

@@ -233,6 +233,7 @@ def too_deep(raw: bytes, limit: int = METADATA_MAX_DEPTH + 1) -> str:
         f"at most {METADATA_MAX_DEPTH} levels deep"
     )
 
+
 # ------------------------------------------------------------------ numbers
 
 
