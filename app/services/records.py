@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any, Generic, Literal, Protocol, TypeVar
 from uuid import UUID
 
-from app.db.runtime import Connection
 from app.errors import InvalidInput, NotFound
 from app.services.erasure import EraseIn, ErasureReport, erase
 from app.services.runtime import Elephant
@@ -157,13 +156,9 @@ def list_memories(
         "limit": limit,
         "offset": offset,
     }
-    with elephant.db.tenant(tenant) as conn:
-        rows = conn.execute(
-            f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} {_MEMORY_FILTER} "
-            "ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s OFFSET %(offset)s",
-            params,
-        ).fetchall()
-        total = _count(conn, f"SELECT count(*) {_MEMORY_FROM} {_MEMORY_FILTER}", params)
+    rows, total = _page(
+        elephant, tenant, _MEMORY_COLUMNS, f"{_MEMORY_FROM} {_MEMORY_FILTER}", "m", params
+    )
     return Page([MemoryRecord(*row) for row in rows], total, offset, limit)
 
 
@@ -220,13 +215,9 @@ def list_facts(
         "limit": limit,
         "offset": offset,
     }
-    with elephant.db.tenant(tenant) as conn:
-        rows = conn.execute(
-            f"SELECT {_FACT_COLUMNS} FROM facts AS f {_FACT_FILTER} "
-            "ORDER BY f.created_at DESC, f.id DESC LIMIT %(limit)s OFFSET %(offset)s",
-            params,
-        ).fetchall()
-        total = _count(conn, f"SELECT count(*) FROM facts AS f {_FACT_FILTER}", params)
+    rows, total = _page(
+        elephant, tenant, _FACT_COLUMNS, f"FROM facts AS f {_FACT_FILTER}", "f", params
+    )
     return Page([FactRecord(*row) for row in rows], total, offset, limit)
 
 
@@ -248,6 +239,21 @@ def delete_fact(
     return erase(elephant, tenant, request, actor=actor, must_exist=True)
 
 
-def _count(conn: Connection, query: str, params: dict[str, Any]) -> int:
-    row = conn.execute(query, params).fetchone()
-    return int(row[0]) if row else 0
+def _page(
+    elephant: Elephant,
+    tenant: str,
+    columns: str,
+    source: str,
+    alias: str,
+    params: dict[str, Any],
+) -> tuple[list[tuple[Any, ...]], int]:
+    """One page, newest first, and the total the same filter matches (one transaction).
+    ``columns`` and ``source`` are this module's constants, never a caller's text."""
+    with elephant.db.tenant(tenant) as conn:
+        rows = conn.execute(
+            f"SELECT {columns} {source} ORDER BY {alias}.created_at DESC, {alias}.id DESC "
+            "LIMIT %(limit)s OFFSET %(offset)s",
+            params,
+        ).fetchall()
+        counted = conn.execute(f"SELECT count(*) {source}", params).fetchone()
+    return rows, int(counted[0]) if counted else 0
