@@ -30,6 +30,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +43,7 @@ from app.db.embedded import EmbeddedPostgres
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
 
-from benchmarks.common import free_port, note, start_server, stop, wait_healthy
+from benchmarks.common import Server, free_port, note, start_server, stop, wait_healthy
 
 
 class Writers:
@@ -132,14 +134,25 @@ def audit(data_dir: Path, acknowledged: list[tuple[str, str]]) -> dict[str, int]
         db.close()
 
 
-def kill_app(clients: int, seconds: float) -> dict[str, Any]:
+@contextmanager
+def under_load(clients: int, seconds: float) -> Iterator[tuple[Path, int, Server, Writers]]:
+    """A fresh data dir, a healthy server, writers committing for ``seconds``; afterwards the
+    embedded server is stopped whatever the scenario left running."""
     with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
         data_dir, port = Path(tmp), free_port()
         server = start_server(data_dir, port, data_dir / "serve.log")
-        wait_healthy(server.url)
-        writers = Writers(server.url, clients)
-        writers.start()
-        time.sleep(seconds)
+        try:
+            wait_healthy(server.url)
+            writers = Writers(server.url, clients)
+            writers.start()
+            time.sleep(seconds)
+            yield data_dir, port, server, writers
+        finally:
+            EmbeddedPostgres(data_dir / "embedded").stop()
+
+
+def kill_app(clients: int, seconds: float) -> dict[str, Any]:
+    with under_load(clients, seconds) as (data_dir, port, server, writers):
         server.proc.send_signal(signal.SIGKILL)
         server.proc.wait(timeout=30)
         killed = time.monotonic()
@@ -149,7 +162,6 @@ def kill_app(clients: int, seconds: float) -> dict[str, Any]:
         time.sleep(1)
         writers.stop()
         stop(restarted)
-        EmbeddedPostgres(data_dir / "embedded").stop()
         return {
             **audit(data_dir, writers.acknowledged),
             "responses": dict(writers.statuses),
@@ -159,13 +171,7 @@ def kill_app(clients: int, seconds: float) -> dict[str, Any]:
 
 
 def kill_postmaster(clients: int, seconds: float) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
-        data_dir, port = Path(tmp), free_port()
-        server = start_server(data_dir, port, data_dir / "serve.log")
-        wait_healthy(server.url)
-        writers = Writers(server.url, clients)
-        writers.start()
-        time.sleep(seconds)
+    with under_load(clients, seconds) as (data_dir, _, server, writers):
         status = EmbeddedPostgres(data_dir / "embedded").status()
         assert status is not None
         os.kill(status.pid, signal.SIGKILL)
@@ -182,7 +188,6 @@ def kill_postmaster(clients: int, seconds: float) -> dict[str, Any]:
         time.sleep(2)
         writers.stop()
         stop(server)
-        EmbeddedPostgres(data_dir / "embedded").stop()
         return {
             **audit(data_dir, writers.acknowledged),
             "responses": dict(writers.statuses),
@@ -236,20 +241,13 @@ def kill_during_extraction(turns: int) -> dict[str, Any]:
 def sigterm_shutdown(clients: int, seconds: float) -> dict[str, Any]:
     """SIGTERM while writers commit and the worker extracts: seconds until the process is
     gone and the embedded server stopped."""
-    with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
-        data_dir, port = Path(tmp), free_port()
-        server = start_server(data_dir, port, data_dir / "serve.log")
-        wait_healthy(server.url)
-        writers = Writers(server.url, clients)
-        writers.start()
-        time.sleep(seconds)
+    with under_load(clients, seconds) as (data_dir, _, server, writers):
         started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
         code = server.proc.wait(timeout=120)
         exited = time.monotonic() - started
         writers.stop()
         postgres_left = EmbeddedPostgres(data_dir / "embedded").status() is not None
-        EmbeddedPostgres(data_dir / "embedded").stop()
         return {
             **audit(data_dir, writers.acknowledged),
             "exit_code": code,

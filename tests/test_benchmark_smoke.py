@@ -6,21 +6,29 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).parents[1]
 
 
-def test_auth_benchmark_smoke(tmp_path: Path) -> None:
-    out = tmp_path / "auth.json"
+def run_smoke(
+    name: str, tmp_path: Path, timeout_s: int
+) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """Run benchmarks/<name>.py --smoke; its output and the JSON it wrote."""
+    out = tmp_path / f"{name}.json"
     result = subprocess.run(
-        [sys.executable, "benchmarks/auth.py", "--smoke", "--out", str(out)],
+        [sys.executable, f"benchmarks/{name}.py", "--smoke", "--out", str(out)],
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=timeout_s,
     )
-    assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(out.read_text())
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    return result, json.loads(out.read_text())
+
+
+def test_auth_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("auth", tmp_path, timeout_s=240)
     assert report["requests"] == 20
     for part in ("key_lookup", "keys", "local"):
         assert report[part]["p50_ms"] > 0
@@ -28,16 +36,7 @@ def test_auth_benchmark_smoke(tmp_path: Path) -> None:
 
 
 def test_dedup_benchmark_smoke(tmp_path: Path) -> None:
-    out = tmp_path / "dedup.json"
-    result = subprocess.run(
-        [sys.executable, "benchmarks/dedup.py", "--smoke", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(out.read_text())
+    result, report = run_smoke("dedup", tmp_path, timeout_s=240)
     assert report["pairs"] == sum(row["pairs"] for row in report["categories"].values())
     assert report["should_merge"] > 0 and report["should_keep"] > 0
     for rule in ("old_rule", "new_rule"):
@@ -47,31 +46,13 @@ def test_dedup_benchmark_smoke(tmp_path: Path) -> None:
 
 
 def test_load_benchmark_smoke(tmp_path: Path) -> None:
-    out = tmp_path / "load.json"
-    result = subprocess.run(
-        [sys.executable, "benchmarks/load.py", "--smoke", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    report = json.loads(out.read_text())
+    _, report = run_smoke("load", tmp_path, timeout_s=300)
     assert report["acknowledged"] == report["acknowledged_present"] > 0
     assert report["search"]["n"] > 0 and report["errors"] == {}
 
 
 def test_fuzz_benchmark_smoke(tmp_path: Path) -> None:
-    out = tmp_path / "fuzz.json"
-    result = subprocess.run(
-        [sys.executable, "benchmarks/fuzz.py", "--smoke", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    report = json.loads(out.read_text())
+    result, report = run_smoke("fuzz", tmp_path, timeout_s=300)
     totals = report["totals"]
     assert totals["requests"] >= 40 and totals["5xx"] == 0 and totals["failures"] == 0
     assert "POST /commit" in report["operations"] and "GET /search" in report["operations"]

@@ -85,19 +85,16 @@ class AccessMiddleware(ASGIMiddleware):
         required = str(scope["route_handler"].opt.get("scope"))
         headers = Headers.from_scope(scope)
         client = _client(scope)
+        receive = _bounded(receive, self.settings.server.max_body_bytes)
         try:
             self._check_request(_method(scope), headers, required)
-            if required == "public":
-                await next_app(scope, _bounded(receive, self.settings.server.max_body_bytes), send)
+            if required in ("public", "mcp"):  # for /mcp, fastmcp checks key and tool scope
+                await next_app(scope, receive, send)
                 return
-            principal = await self._principal(headers, required, client)
+            principal = await self._principal(headers, client)
         except ElephantError as exc:
-            await self._audit_denial(exc, scope, None, None, client)
+            await self._audit_denial(exc, scope, None, client)
             raise
-        receive = _bounded(receive, self.settings.server.max_body_bytes)
-        if required == "mcp":  # fastmcp checks the key and each tool's scope
-            await next_app(scope, receive, send)
-            return
         try:
             tenant = principal.tenant_for(headers.get(TENANT_HEADER), self.settings.tenant.default)
             principal.require(required)
@@ -106,7 +103,7 @@ class AccessMiddleware(ASGIMiddleware):
                     principal.prefix, required, per_minute(self.settings.auth, required)
                 )
         except ElephantError as exc:
-            await self._audit_denial(exc, scope, principal, None, client)
+            await self._audit_denial(exc, scope, principal, client)
             raise
         scope["auth"] = Access(principal, tenant)
         if required != "admin":
@@ -178,11 +175,9 @@ class AccessMiddleware(ASGIMiddleware):
         if fetch_site is not None and fetch_site not in ("same-origin", "none"):
             raise Forbidden(f"cross-site request refused (Sec-Fetch-Site: {fetch_site})")
 
-    async def _principal(self, headers: Headers, required: str, client: str | None) -> Principal:
+    async def _principal(self, headers: Headers, client: str | None) -> Principal:
         if self.settings.auth.mode == "local":
             return LOCAL
-        if required == "mcp":
-            return LOCAL  # placeholder: fastmcp authenticates the key itself
         token = bearer_token(headers.get("authorization"))
         if token is None:
             return authenticate(self.get_elephant().db, None)  # 401 without a lookup
@@ -202,13 +197,12 @@ class AccessMiddleware(ASGIMiddleware):
         exc: ElephantError,
         scope: Scope,
         principal: Principal | None,
-        tenant: str | None,
         client: str | None,
     ) -> None:
         if isinstance(exc, RateLimited) or exc.status_code not in (401, 403):
             return  # floods are not logged row by row
         await self._audit(
-            tenant=tenant or (principal.tenant if principal else None),
+            tenant=principal.tenant if principal else None,
             key_prefix=principal.prefix if principal else None,
             action=f"{_method(scope)} {scope['path']}",
             outcome="denied",
