@@ -14,6 +14,7 @@ from litestar.routes import HTTPRoute
 
 from app import __version__
 from app.api.access import PUBLIC, AccessMiddleware, check_route_scopes
+from app.api.deps import REQUEST_DEPENDENCIES
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.graph import GraphController
 from app.api.health import HealthController
@@ -30,6 +31,7 @@ from app.config import Settings
 from app.db import Database
 from app.services.auth import TENANT_HEADER
 from app.services.runtime import Elephant
+from app.services.worker import start_worker
 
 OPENAPI_PATH = "/schema"
 
@@ -48,7 +50,7 @@ def create_app(
         if "elephant" not in holder:
             opened = Elephant.open(settings)
             if settings.worker.enabled:
-                opened.start_worker()
+                start_worker(opened)
             holder["elephant"] = opened
             holder["owned"] = opened
 
@@ -100,6 +102,7 @@ def create_app(
         dependencies={
             "elephant": Provide(provide_elephant, sync_to_thread=False),
             "db": Provide(provide_db, sync_to_thread=False),
+            **REQUEST_DEPENDENCIES,
         },
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         before_request=check_url_text,

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from app.api.access import ADMIN, READ, WRITE
-from app.api.deps import tenant_from
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.models import (
@@ -44,11 +43,11 @@ class GraphController(Controller):
     )
     def record(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[RecordIn],
     ) -> dict[str, Any]:
-        return ops.record(elephant, tenant_from(request, elephant), data)
+        return ops.record(elephant, tenant, data)
 
     @post(
         "/decisions",
@@ -58,11 +57,11 @@ class GraphController(Controller):
     )
     def record_decision(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[DecisionIn],
     ) -> dict[str, Any]:
-        return ops.record_decision(elephant, tenant_from(request, elephant), data)
+        return ops.record_decision(elephant, tenant, data)
 
     @post(
         "/revise",
@@ -73,11 +72,11 @@ class GraphController(Controller):
     )
     def revise(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ReviseIn],
     ) -> dict[str, Any]:
-        return ops.revise(elephant, tenant_from(request, elephant), data)
+        return ops.revise(elephant, tenant, data)
 
     @post(
         "/entities",
@@ -87,20 +86,20 @@ class GraphController(Controller):
     )
     def create_entities(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[EntitiesIn],
     ) -> dict[str, Any]:
-        return ops.create_entities(elephant, tenant_from(request, elephant), data.entities)
+        return ops.create_entities(elephant, tenant, data.entities)
 
     @post("/relations", sync_to_thread=True, opt=WRITE, summary="Relate existing entities")
     def create_relations(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[RelationsIn],
     ) -> dict[str, Any]:
-        return ops.create_relations(elephant, tenant_from(request, elephant), data.relations)
+        return ops.create_relations(elephant, tenant, data.relations)
 
     @post(
         "/observations",
@@ -110,11 +109,11 @@ class GraphController(Controller):
     )
     def add_observations(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[AddObservationsIn],
     ) -> dict[str, Any]:
-        return ops.add_observations(elephant, tenant_from(request, elephant), data.observations)
+        return ops.add_observations(elephant, tenant, data.observations)
 
     @post(
         "/observations/invalidate",
@@ -125,13 +124,11 @@ class GraphController(Controller):
     )
     def invalidate_observations(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[InvalidateIn],
     ) -> dict[str, Any]:
-        return ops.invalidate_observations(
-            elephant, tenant_from(request, elephant), data.observations, data.reason
-        )
+        return ops.invalidate_observations(elephant, tenant, data.observations, data.reason)
 
     # ------------------------------------------------------------ deletions
 
@@ -144,11 +141,11 @@ class GraphController(Controller):
     )
     def delete_entities(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[NamesIn],
     ) -> dict[str, Any]:
-        return ops.delete_entities(elephant, tenant_from(request, elephant), data.names)
+        return ops.delete_entities(elephant, tenant, data.names)
 
     @post(
         "/relations/invalidate",
@@ -159,11 +156,11 @@ class GraphController(Controller):
     )
     def invalidate_relations(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[RelationRefsIn],
     ) -> dict[str, Any]:
-        return ops.invalidate_relations(elephant, tenant_from(request, elephant), data.relations)
+        return ops.invalidate_relations(elephant, tenant, data.relations)
 
     @post(
         "/observations/delete",
@@ -174,11 +171,11 @@ class GraphController(Controller):
     )
     def delete_observations(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ObservationRefsIn],
     ) -> dict[str, Any]:
-        return ops.delete_observations(elephant, tenant_from(request, elephant), data.observations)
+        return ops.delete_observations(elephant, tenant, data.observations)
 
     @post(
         "/relations/delete",
@@ -189,18 +186,18 @@ class GraphController(Controller):
     )
     def delete_relations(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[RelationRefsIn],
     ) -> dict[str, Any]:
-        return ops.delete_relations(elephant, tenant_from(request, elephant), data.relations)
+        return ops.delete_relations(elephant, tenant, data.relations)
 
     # ------------------------------------------------------------ reads
 
     @get("/search", sync_to_thread=True, opt=READ, summary="Entities matching a query, bounded")
     def search_nodes(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         q: Annotated[str, Parameter(min_length=1, max_length=2000, description="The query.")],
         domain: Annotated[str | None, Parameter(description="Only this domain.")] = None,
@@ -212,7 +209,7 @@ class GraphController(Controller):
     ) -> dict[str, Any]:
         return reads.search_nodes(
             elephant,
-            tenant_from(request, elephant),
+            tenant,
             q,
             domain=domain,
             entity_type=entity_type,
@@ -229,18 +226,16 @@ class GraphController(Controller):
     )
     def open_nodes(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[OpenIn],
     ) -> dict[str, Any]:
-        return reads.open_nodes(
-            elephant, tenant_from(request, elephant), data.names, as_of=data.as_of
-        )
+        return reads.open_nodes(elephant, tenant, data.names, as_of=data.as_of)
 
     @get("/entities", sync_to_thread=True, opt=READ, summary="One page of the graph, in name order")
     def read_graph(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         offset: Annotated[
             int, Parameter(ge=0, le=reads.MAX_OFFSET, description="Entities to skip.")
@@ -250,9 +245,7 @@ class GraphController(Controller):
             bool, Parameter(description="Counts only (true) or observations and relations.")
         ] = True,
     ) -> dict[str, Any]:
-        return reads.read_graph(
-            elephant, tenant_from(request, elephant), offset=offset, limit=limit, summary=summary
-        )
+        return reads.read_graph(elephant, tenant, offset=offset, limit=limit, summary=summary)
 
     @get(
         "/",
@@ -262,7 +255,7 @@ class GraphController(Controller):
     )
     def neighbourhood(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         q: Annotated[
             str | None, Parameter(max_length=2000, description="Entity name (none: first page).")
@@ -272,6 +265,4 @@ class GraphController(Controller):
             int, Parameter(ge=1, le=reads.MAX_HOPS, description="Hops from the seeds, 1-3.")
         ] = 1,
     ) -> dict[str, Any]:
-        return reads.neighbourhood(
-            elephant, tenant_from(request, elephant), q, limit=limit, hops=hops
-        )
+        return reads.neighbourhood(elephant, tenant, q, limit=limit, hops=hops)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
-from app.api.access import ADMIN
-from app.api.deps import access_of
+from app.api.access import ADMIN, Access
 from app.errors import Forbidden
 from app.services import audit, keys
 from app.services.keys import KeyIn
@@ -25,11 +24,11 @@ class KeysController(Controller):
     @post("/keys", sync_to_thread=True, opt=ADMIN, summary="Create an API key (shown once)")
     def create_key(
         self,
-        request: Request[Any, Any, Any],
+        access: NamedDependency[Access],
         elephant: NamedDependency[Elephant],
         data: JSONBody[KeyIn],
     ) -> dict[str, Any]:
-        principal = access_of(request).principal
+        principal = access.principal
         keys.check_grant(principal, data)
         return keys.create_key(
             elephant.db, data, created_by=principal.prefix or principal.name
@@ -38,14 +37,14 @@ class KeysController(Controller):
     @get("/keys", sync_to_thread=True, opt=ADMIN, summary="API keys of this tenant")
     def list_keys(
         self,
-        request: Request[Any, Any, Any],
+        access: NamedDependency[Access],
         elephant: NamedDependency[Elephant],
         include_revoked: Annotated[bool, Parameter(description="Revoked keys too.")] = False,
         all_tenants: Annotated[
             bool, Parameter(description="Every tenant's keys (all-tenant admin keys only).")
         ] = False,
     ) -> dict[str, Any]:
-        tenant = _scope_of_listing(request, all_tenants)
+        tenant = _scope_of_listing(access, all_tenants)
         found = keys.list_keys(elephant.db, tenant=tenant, include_revoked=include_revoked)
         return {"keys": [info.to_dict() for info in found]}
 
@@ -58,11 +57,10 @@ class KeysController(Controller):
     )
     def revoke_key(
         self,
-        request: Request[Any, Any, Any],
+        access: NamedDependency[Access],
         elephant: NamedDependency[Elephant],
         prefix: Annotated[str, PathParameter(description="The key's prefix (or the key).")],
     ) -> dict[str, Any]:
-        access = access_of(request)
         only = access.principal.tenant  # a tenant's admin revokes only that tenant's keys
         info = keys.revoke_key(
             elephant.db,
@@ -75,7 +73,7 @@ class KeysController(Controller):
     @get("/audit", sync_to_thread=True, opt=ADMIN, summary="Audit log, newest first")
     def audit_log(
         self,
-        request: Request[Any, Any, Any],
+        access: NamedDependency[Access],
         elephant: NamedDependency[Elephant],
         limit: Limit = 50,
         offset: Annotated[int, Parameter(ge=0, le=MAX_OFFSET, description="Entries to skip.")] = 0,
@@ -83,13 +81,12 @@ class KeysController(Controller):
             bool, Parameter(description="Every tenant's entries (all-tenant admin keys only).")
         ] = False,
     ) -> dict[str, Any]:
-        tenant = _scope_of_listing(request, all_tenants)
+        tenant = _scope_of_listing(access, all_tenants)
         found = audit.entries(elephant.db, tenant=tenant, limit=limit, offset=offset)
         return {"entries": [entry.to_dict() for entry in found], "offset": offset}
 
 
-def _scope_of_listing(request: Request[Any, Any, Any], all_tenants: bool) -> str | None:
-    access = access_of(request)
+def _scope_of_listing(access: Access, all_tenants: bool) -> str | None:
     if not all_tenants:
         return access.tenant
     if access.principal.tenant is not None:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, Response, get, post, put
+from litestar import Controller, Response, get, post, put
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.access import ADMIN, READ, WRITE
-from app.api.deps import tenant_from
 from app.services import admission, contradictions, queue
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.feedback import FeedbackIn, give_feedback
@@ -35,12 +34,12 @@ class MemoryController(Controller):
     @post("/commit", sync_to_thread=True, opt=WRITE, summary="Store a note (gated, deduplicated)")
     def commit(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[NoteIn],
         wait: Wait = False,
     ) -> Response[dict[str, Any]]:
-        result = commit_note(elephant, tenant_from(request, elephant), data, wait=wait)
+        result = commit_note(elephant, tenant, data, wait=wait)
         return Response(result.to_dict(), status_code=201 if result.status == "stored" else 200)
 
     @post(
@@ -51,12 +50,12 @@ class MemoryController(Controller):
     )
     def commit_conversation(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ConversationIn],
         wait: Wait = False,
     ) -> Response[dict[str, Any]]:
-        result = commit_conversation(elephant, tenant_from(request, elephant), data, wait=wait)
+        result = commit_conversation(elephant, tenant, data, wait=wait)
         return Response(result.to_dict(), status_code=201)
 
     @post(
@@ -68,20 +67,20 @@ class MemoryController(Controller):
     )
     def feedback(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[FeedbackIn],
     ) -> dict[str, Any]:
-        return give_feedback(elephant, tenant_from(request, elephant), data)
+        return give_feedback(elephant, tenant, data)
 
     @get("/amac/metrics", sync_to_thread=True, opt=READ, summary="Admission gate counts and scores")
     def amac_metrics(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         recent: Annotated[int, Parameter(ge=0, le=200)] = 20,
     ) -> dict[str, Any]:
-        return admission.metrics(elephant, tenant_from(request, elephant), recent)
+        return admission.metrics(elephant, tenant, recent)
 
     @put(
         "/amac/threshold",
@@ -91,13 +90,11 @@ class MemoryController(Controller):
     )
     def amac_threshold(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ThresholdIn],
     ) -> dict[str, float]:
-        threshold = admission.set_threshold(
-            elephant, tenant_from(request, elephant), data.threshold
-        )
+        threshold = admission.set_threshold(elephant, tenant, data.threshold)
         return {"threshold": threshold}
 
     @get(
@@ -108,13 +105,11 @@ class MemoryController(Controller):
     )
     def contradictions(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         limit: Limit = 50,
     ) -> dict[str, Any]:
-        return {
-            "contradictions": contradictions.recent(elephant, tenant_from(request, elephant), limit)
-        }
+        return {"contradictions": contradictions.recent(elephant, tenant, limit)}
 
     @get(
         "/jobs",
@@ -124,9 +119,9 @@ class MemoryController(Controller):
     )
     def jobs(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         status: Annotated[str | None, Parameter(pattern="^(queued|running|done|failed)$")] = None,
         limit: Limit = 50,
     ) -> dict[str, Any]:
-        return queue.overview(elephant.db, tenant_from(request, elephant), status, limit)
+        return queue.overview(elephant.db, tenant, status, limit)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 from uuid import UUID
 
-from litestar import Controller, Request, delete, get, post
+from litestar import Controller, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.access import ADMIN, READ
-from app.api.deps import principal_of, tenant_from
 from app.services import records
+from app.services.auth import Principal
 from app.services.erasure import EraseIn, erase
 from app.services.runtime import Elephant
 
@@ -20,11 +20,6 @@ Offset = Annotated[int, Parameter(ge=0, le=records.MAX_OFFSET, description="Rows
 MemoryId = Annotated[UUID, PathParameter(description="The memory's id.")]
 FactId = Annotated[UUID, PathParameter(description="The fact's id.")]
 Source = Annotated[str | None, Parameter(min_length=1, max_length=100, description="Source.")]
-
-
-def _actor(request: Request[Any, Any, Any]) -> str | None:
-    """The key prefix the audit row names (None in auth.mode local)."""
-    return principal_of(request).prefix
 
 
 class RecordsController(Controller):
@@ -39,19 +34,19 @@ class RecordsController(Controller):
     )
     def erase(
         self,
-        request: Request[Any, Any, Any],
+        principal: NamedDependency[Principal],
         elephant: NamedDependency[Elephant],
+        tenant: NamedDependency[str],
         data: JSONBody[EraseIn],
     ) -> dict[str, Any]:
-        tenant = tenant_from(request, elephant)
-        return erase(elephant, tenant, data, actor=_actor(request)).to_dict()
+        return erase(elephant, tenant, data, actor=principal.prefix).to_dict()
 
     # ------------------------------------------------------------ memories
 
     @get("/memories", sync_to_thread=True, opt=READ, summary="Memories, newest first, paged")
     def list_memories(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         kind: Annotated[records.MemoryKind | None, Parameter(description="note or window.")] = None,
         source: Source = None,
@@ -63,7 +58,7 @@ class RecordsController(Controller):
     ) -> dict[str, Any]:
         page = records.list_memories(
             elephant,
-            tenant_from(request, elephant),
+            tenant,
             kind=kind,
             source=source,
             conversation=conversation,
@@ -80,11 +75,11 @@ class RecordsController(Controller):
     )
     def get_memory(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         memory_id: MemoryId,
     ) -> dict[str, Any]:
-        return records.get_memory(elephant, tenant_from(request, elephant), memory_id).to_dict()
+        return records.get_memory(elephant, tenant, memory_id).to_dict()
 
     @delete(
         "/memories/{memory_id:uuid}",
@@ -95,12 +90,12 @@ class RecordsController(Controller):
     )
     def delete_memory(
         self,
-        request: Request[Any, Any, Any],
+        principal: NamedDependency[Principal],
         elephant: NamedDependency[Elephant],
+        tenant: NamedDependency[str],
         memory_id: MemoryId,
     ) -> dict[str, Any]:
-        tenant = tenant_from(request, elephant)
-        report = records.delete_memory(elephant, tenant, memory_id, actor=_actor(request))
+        report = records.delete_memory(elephant, tenant, memory_id, actor=principal.prefix)
         return report.to_dict()
 
     # ------------------------------------------------------------ facts
@@ -108,7 +103,7 @@ class RecordsController(Controller):
     @get("/facts", sync_to_thread=True, opt=READ, summary="Facts, newest first, paged")
     def list_facts(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         status: Annotated[
             records.FactStatus | None, Parameter(description="active, superseded or retracted.")
@@ -120,7 +115,7 @@ class RecordsController(Controller):
     ) -> dict[str, Any]:
         page = records.list_facts(
             elephant,
-            tenant_from(request, elephant),
+            tenant,
             status=status,
             source=source,
             memory_id=memory_id,
@@ -131,9 +126,9 @@ class RecordsController(Controller):
 
     @get("/facts/{fact_id:uuid}", sync_to_thread=True, opt=READ, summary="One fact")
     def get_fact(
-        self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant], fact_id: FactId
+        self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant], fact_id: FactId
     ) -> dict[str, Any]:
-        return records.get_fact(elephant, tenant_from(request, elephant), fact_id).to_dict()
+        return records.get_fact(elephant, tenant, fact_id).to_dict()
 
     @delete(
         "/facts/{fact_id:uuid}",
@@ -143,7 +138,10 @@ class RecordsController(Controller):
         summary="Delete a fact with its links; returns the erasure report",
     )
     def delete_fact(
-        self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant], fact_id: FactId
+        self,
+        principal: NamedDependency[Principal],
+        elephant: NamedDependency[Elephant],
+        tenant: NamedDependency[str],
+        fact_id: FactId,
     ) -> dict[str, Any]:
-        tenant = tenant_from(request, elephant)
-        return records.delete_fact(elephant, tenant, fact_id, actor=_actor(request)).to_dict()
+        return records.delete_fact(elephant, tenant, fact_id, actor=principal.prefix).to_dict()

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from app.api.access import READ
-from app.api.deps import tenant_from
 from app.services.proactive import ProactiveIn, proactive
 from app.services.reflect import ReflectIn, reflect
 from app.services.runtime import Elephant
@@ -28,7 +27,7 @@ class SearchController(Controller):
     )
     def search_get(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         q: Annotated[str, Parameter(min_length=1, max_length=2000, description="The query.")],
         limit: Annotated[int | None, Parameter(ge=1, le=200, description="1-200.")] = None,
@@ -43,16 +42,16 @@ class SearchController(Controller):
             explain=explain,
             filters=SearchFilters(source=source),
         )
-        return search(elephant, tenant_from(request, elephant), body).to_dict()
+        return search(elephant, tenant, body).to_dict()
 
     @post("/search", sync_to_thread=True, opt=READ, status_code=200, summary="Hybrid search")
     def search_post(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[SearchRequest],
     ) -> dict[str, Any]:
-        return search(elephant, tenant_from(request, elephant), data).to_dict()
+        return search(elephant, tenant, data).to_dict()
 
     @get(
         "/stats",
@@ -61,9 +60,9 @@ class SearchController(Controller):
         summary="Counts by kind and source, sizes, index state",
     )
     def stats(
-        self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant]
+        self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant]
     ) -> dict[str, Any]:
-        return stats(elephant, tenant_from(request, elephant))
+        return stats(elephant, tenant)
 
     @post(
         "/proactive",
@@ -74,11 +73,11 @@ class SearchController(Controller):
     )
     def proactive(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ProactiveIn],
     ) -> dict[str, Any]:
-        return proactive(elephant, tenant_from(request, elephant), data)
+        return proactive(elephant, tenant, data)
 
     @post(
         "/reflect",
@@ -89,8 +88,8 @@ class SearchController(Controller):
     )
     def reflect(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ReflectIn],
     ) -> dict[str, Any]:
-        return reflect(elephant, tenant_from(request, elephant), data)
+        return reflect(elephant, tenant, data)

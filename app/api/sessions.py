@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get, post
+from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from app.api.access import READ, WRITE
-from app.api.deps import tenant_from
 from app.services.runtime import Elephant
 from app.services.sessions import SessionCloseIn, close_session, get_handoff
 
@@ -26,20 +25,20 @@ class SessionsController(Controller):
     )
     def close(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[SessionCloseIn],
         wait: Annotated[
             bool, Parameter(description="Run fact extraction now (default) or leave it queued.")
         ] = True,
     ) -> dict[str, Any]:
-        return close_session(elephant, tenant_from(request, elephant), data, wait=wait)
+        return close_session(elephant, tenant, data, wait=wait)
 
     @get("/handoff", sync_to_thread=True, opt=READ, summary="The latest handoff of a project")
     def handoff(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         project: Annotated[str, Parameter(min_length=1, max_length=200, description="Project.")],
     ) -> dict[str, Any]:
-        return get_handoff(elephant, tenant_from(request, elephant), project)
+        return get_handoff(elephant, tenant, project)

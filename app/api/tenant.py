@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from litestar import Controller, Request, get, put
+from litestar import Controller, get, put
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from app.api.access import ADMIN, READ
-from app.api.deps import tenant_from
 from app.services import tenants
 from app.services.runtime import Elephant
 from app.services.tenants import OwnerIn
@@ -20,16 +19,16 @@ class TenantController(Controller):
 
     @get("/tenant/owner", sync_to_thread=True, opt=READ, summary="This tenant's note owner")
     def get_owner(
-        self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant]
+        self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant]
     ) -> dict[str, Any]:
-        return tenants.get_owner(elephant, tenant_from(request, elephant)).to_dict()
+        return tenants.get_owner(elephant, tenant).to_dict()
 
     @put("/tenant/owner", sync_to_thread=True, opt=ADMIN, summary="Set this tenant's note owner")
     def set_owner(
         self,
-        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[OwnerIn],
     ) -> dict[str, Any]:
-        owner = tenants.set_owner(elephant, tenant_from(request, elephant), data.owner)
+        owner = tenants.set_owner(elephant, tenant, data.owner)
         return owner.to_dict()
