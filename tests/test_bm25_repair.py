@@ -9,7 +9,7 @@ import psycopg
 from app.config import Settings
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
-from app.db.repair import indexed_documents
+from app.db.repair import documents_counted, indexed_documents
 
 
 def test_restart_then_open_rebuilds_lost_bm25_statistics(tmp_path: Path) -> None:
@@ -53,3 +53,16 @@ def test_restart_then_open_rebuilds_lost_bm25_statistics(tmp_path: Path) -> None
         again.close()
     assert top is not None
     assert repaired == ("the violin recital in Leeds",)
+
+
+def test_statistics_that_kept_only_the_count_are_treated_as_lost() -> None:
+    """Seen after a restart: total_docs survived but total_len read 0, and BM25 found
+    nothing; the repair must rebuild that index too."""
+    summary = (
+        "Index: facts_text_bm25\n\nCorpus Statistics:\n  total_docs: 201\n"
+        "  total_len: 0\n  avg_doc_len: 0.00\n"
+    )
+    assert documents_counted(summary) == 0
+    healthy = summary.replace("total_len: 0", "total_len: 1474")
+    assert documents_counted(healthy) == 201
+    assert documents_counted("no statistics here") is None

@@ -18,6 +18,7 @@ from psycopg import sql
 log = logging.getLogger(__name__)
 
 _TOTAL_DOCS = re.compile(r"total_docs:\s*(\d+)")
+_TOTAL_LEN = re.compile(r"total_len:\s*(\d+)")
 
 
 def bm25_indexes(conn: psycopg.Connection[tuple[object, ...]]) -> list[tuple[str, str]]:
@@ -34,8 +35,19 @@ def bm25_indexes(conn: psycopg.Connection[tuple[object, ...]]) -> list[tuple[str
 
 def indexed_documents(conn: psycopg.Connection[tuple[object, ...]], index: str) -> int | None:
     row = conn.execute("SELECT bm25_summarize_index(%s)", (index,)).fetchone()
-    match = _TOTAL_DOCS.search(str(row[0])) if row else None
-    return int(match.group(1)) if match else None
+    return documents_counted(str(row[0]) if row else "")
+
+
+def documents_counted(summary: str) -> int | None:
+    """Documents a bm25_summarize_index() text counts; 0 also when it counts documents of
+    total length 0 (seen after a restart: the count survived, the lengths did not, and
+    every query finds nothing)."""
+    docs, length = _TOTAL_DOCS.search(summary), _TOTAL_LEN.search(summary)
+    if docs is None:
+        return None
+    if length is not None and int(length.group(1)) == 0:
+        return 0
+    return int(docs.group(1))
 
 
 def repair_bm25_statistics(conn: psycopg.Connection[tuple[object, ...]]) -> list[str]:
