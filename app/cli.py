@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -10,22 +11,21 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from pydantic import BaseModel
+import msgspec
+from pydantic import ValidationError
 
 from app import __version__
 from app.config import Settings, load_settings, redacted, reference_markdown
 from app.db import Database
 from app.db.embedded import binaries_dir
-from app.errors import ElephantError
+from app.errors import ElephantError, InvalidInput
 from app.services.auth import check_bind
 
 F = TypeVar("F", bound=Callable[..., Any])
-M = TypeVar("M", bound="BaseModel")
 # Seconds uvicorn waits for open requests at SIGTERM; with the worker's 1.5 s and the
 # server's fast stop, shutdown stays within about 5 s.
 SHUTDOWN_GRACE_S = 1
@@ -39,17 +39,29 @@ def _settings() -> Settings:
     return settings
 
 
-def _friendly_errors(func: F) -> F:
-    """Our errors end the command with their message and exit status 1, not a traceback."""
+class ElephantGroup(click.Group):
+    """The ``elephant`` group: what a command refuses ends it with a message, not a traceback.
 
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    click itself rejects what it can check (an option's type or range: a usage error, exit
+    2). What the request models and services refuse (a pydantic ValidationError, worded
+    as by the API and MCP; any ElephantError) prints ``Error: <message>`` on stderr and
+    exits 1. One place for every command, the nested groups' included: they run inside
+    this invoke.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
         try:
-            return func(*args, **kwargs)
+            return super().invoke(ctx)
+        except ValidationError as exc:
+            raise click.ClickException(InvalidInput.from_validation(exc).message) from None
         except ElephantError as exc:
             raise click.ClickException(exc.message) from None
 
-    return wrapper  # type: ignore[return-value]
+
+def tenant_option(meaning: str = "Tenant (default: tenant.default).") -> Callable[[F], F]:
+    """``--tenant TENANT``, one spelling on every command; ``meaning`` is its help there
+    (the tenant a command acts for, a filter, the tenant a new key serves)."""
+    return click.option("--tenant", metavar="TENANT", default=None, help=meaning)
 
 
 def _exit_on_sigterm() -> None:
@@ -61,7 +73,7 @@ def _exit_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
-@click.group()
+@click.group(cls=ElephantGroup)
 @click.version_option(__version__, prog_name="elephant")
 def main() -> None:
     """Elephant: Postgres-native long-term memory for AI agents."""
@@ -103,13 +115,13 @@ def _announce_auth(settings: Settings) -> None:
 @click.option("--host", default=None, help="Bind address (default: server.host).")
 @click.option("--port", type=int, default=None, help="Port (default: server.port).")
 @_AUTH_OPTION
-@_friendly_errors
 def serve(host: str | None, port: int | None, auth: str | None) -> None:
     """Run the HTTP API (on the embedded Postgres unless DATABASE_URL is set)."""
     import uvicorn
 
     from app.api import create_app
     from app.services.runtime import Elephant
+    from app.services.worker import start_worker
 
     settings = _with_auth_mode(_settings(), auth)
     bind = host or settings.server.host
@@ -119,7 +131,7 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
     code = 0
     try:
         if settings.worker.enabled:
-            elephant.start_worker()
+            start_worker(elephant)
         _announce_auth(settings)
         uvicorn.run(
             create_app(settings, elephant, bind=bind),
@@ -155,12 +167,12 @@ def _exit_now(code: int) -> None:
     help="Tools offered (default: mcp.profile).",
 )
 @_AUTH_OPTION
-@_friendly_errors
 def mcp_command(
     use_http: bool, host: str | None, port: int | None, profile: str | None, auth: str | None
 ) -> None:
     """Run the MCP server: stdio (`claude mcp add elephant -- elephant mcp`) or --http."""
     from app.services.runtime import Elephant
+    from app.services.worker import start_worker
 
     settings = _with_auth_mode(_settings(), auth)
     if profile is not None:
@@ -178,7 +190,7 @@ def mcp_command(
             elephant = Elephant.open(settings)
     try:
         if settings.worker.enabled:
-            elephant.start_worker()
+            start_worker(elephant)
         if use_http:
             import uvicorn
 
@@ -216,11 +228,11 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 @main.command()
 @click.option("--once", is_flag=True, help="Run the jobs that are due, then exit.")
-@_friendly_errors
 def worker(once: bool) -> None:
     """Drain the fact-extraction queue (all tenants) until stopped."""
+    from app.services.jobs import drain
     from app.services.runtime import Elephant
-    from app.services.worker import Worker, drain
+    from app.services.worker import start_worker
 
     settings = _settings()
     elephant = Elephant.open(settings)
@@ -228,8 +240,7 @@ def worker(once: bool) -> None:
         if once:
             click.echo(f"ran {drain(elephant)} jobs")
             return
-        background = Worker(elephant)
-        background.start()
+        start_worker(elephant)
         click.echo("worker running; Ctrl-C to stop")
         signal.pause()
     finally:
@@ -238,7 +249,7 @@ def worker(once: bool) -> None:
 
 @main.command()
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--tenant", default=None, help="Tenant to ingest into (default: tenant.default).")
+@tenant_option("Tenant to ingest into (default: tenant.default).")
 @click.option(
     "--format",
     "fmt",
@@ -248,12 +259,11 @@ def worker(once: bool) -> None:
 )
 @click.option("--split-tenants", is_flag=True, help="LoCoMo: one tenant per sample.")
 @click.option("--no-extract", is_flag=True, help="Leave fact extraction to a worker.")
-@_friendly_errors
 def ingest(path: Path, tenant: str | None, fmt: str, split_tenants: bool, no_extract: bool) -> None:
     """Ingest a file through the write path (gate, dedup, windows, facts)."""
     from app.services import ingest as ingest_service
+    from app.services.jobs import drain
     from app.services.runtime import Elephant
-    from app.services.worker import drain
 
     settings = _settings()
     items = ingest_service.read_items(path, tenant or settings.tenant.default, fmt, split_tenants)
@@ -271,7 +281,6 @@ def ingest(path: Path, tenant: str | None, fmt: str, split_tenants: bool, no_ext
 @click.argument("target", default="head")
 @click.option("--down", is_flag=True, help="Downgrade to TARGET (e.g. base) instead.")
 @click.option("--status", is_flag=True, help="Only print the current and head revisions.")
-@_friendly_errors
 def migrate(target: str, down: bool, status: bool) -> None:
     """Upgrade the schema to TARGET (default head), or downgrade with --down."""
     settings = _settings()
@@ -291,13 +300,8 @@ def migrate(target: str, down: bool, status: bool) -> None:
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.option("-c", "--command", "command", default=None, help="Run one statement and exit.")
-@click.option(
-    "--tenant",
-    default=None,
-    help="Connect as the app role scoped to this tenant (row-level security applies).",
-)
+@tenant_option("Connect as the app role scoped to this tenant (row-level security applies).")
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
-@_friendly_errors
 def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> None:
     """Open psql on Elephant's database (the analysts' door in), or run -c SQL."""
     settings = _settings()
@@ -323,21 +327,19 @@ def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> 
 
 @main.command(name="search")
 @click.argument("query")
-@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
+@tenant_option()
 @click.option("--limit", type=click.IntRange(1, 200), default=None, help="1-200 results.")
 @click.option("--explain", is_flag=True, help="Add timings and lane ranks.")
-@_friendly_errors
 def search_command(query: str, tenant: str | None, limit: int | None, explain: bool) -> None:
     """Hybrid search from the shell; prints JSON."""
     from app.services.search import SearchRequest, search
 
+    request = SearchRequest(query=query, limit=limit, explain=explain)  # refused before opening
     with _opened() as (elephant, default):
-        request = SearchRequest(query=query, limit=limit, explain=explain)
-        _print(search(elephant, tenant or default, request).to_dict())
+        _print(search(elephant, tenant or default, request).response())
 
 
 @main.command()
-@_friendly_errors
 def doctor() -> None:
     """Check everything an operator would check by hand; exit 1 when a check fails."""
     from app.services.doctor import diagnose
@@ -345,10 +347,10 @@ def doctor() -> None:
     with _opened() as (elephant, _default):
         report = diagnose(elephant)
     marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
-    for check in report["checks"]:
-        click.echo(f"{marks[check['level']]}  {check['name']}: {check['detail']}")
-    click.echo(f"status: {report['status']}")
-    if report["status"] == "fail":
+    for check in report.checks:
+        click.echo(f"{marks[check.level]}  {check.name}: {check.detail}")
+    click.echo(f"status: {report.status}")
+    if report.status == "fail":
         raise SystemExit(1)
 
 
@@ -371,16 +373,26 @@ def _opened() -> Iterator[tuple[Any, str]]:
 
 
 def _print(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, default=str))
+    """A result as JSON: a typed result (a dataclass or msgspec Struct) as the object of its
+    fields, anything else JSON has no type for (a datetime, a uuid) as its str()."""
+    click.echo(json.dumps(value, indent=2, default=_json_default))
+
+
+def _json_default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+    if isinstance(value, msgspec.Struct):  # a typed result whose unset fields are left out
+        fields = msgspec.structs.asdict(value)
+        return {name: item for name, item in fields.items() if item is not msgspec.UNSET}
+    return str(value)
 
 
 @graph.command(name="search")
 @click.argument("query")
-@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
+@tenant_option()
 @click.option("--domain", default=None, help="Only this subject domain.")
 @click.option("--type", "entity_type", default=None, help="Only this entity type.")
 @click.option("--limit", type=click.IntRange(1, 200), default=10, help="1-200 entities.")
-@_friendly_errors
 def graph_search(
     query: str, tenant: str | None, domain: str | None, entity_type: str | None, limit: int
 ) -> None:
@@ -392,28 +404,26 @@ def graph_search(
             reads.search_nodes(
                 elephant, tenant or default, query, domain=domain, entity_type=entity_type,
                 limit=limit,
-            )
+            ).to_dict()
         )  # fmt: skip
 
 
 @graph.command(name="open")
 @click.argument("names", nargs=-1, required=True)
-@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
-@_friendly_errors
+@tenant_option()
 def graph_open(names: tuple[str, ...], tenant: str | None) -> None:
     """Entities with their active observations and current relations."""
     from app.services.graph import reads
 
     with _opened() as (elephant, default):
-        _print(reads.open_nodes(elephant, tenant or default, list(names)))
+        _print(reads.open_nodes(elephant, tenant or default, list(names)).to_dict())
 
 
 @graph.command(name="show")
-@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
+@tenant_option()
 @click.option("--offset", type=click.IntRange(0), default=0, help="Entities to skip.")
 @click.option("--limit", type=click.IntRange(1, 200), default=50, help="Entities per page.")
 @click.option("--full", is_flag=True, help="Observations and relations, not just counts.")
-@_friendly_errors
 def graph_show(tenant: str | None, offset: int, limit: int, full: bool) -> None:
     """One page of the graph in name order."""
     from app.services.graph import reads
@@ -422,32 +432,21 @@ def graph_show(tenant: str | None, offset: int, limit: int, full: bool) -> None:
         _print(
             reads.read_graph(
                 elephant, tenant or default, offset=offset, limit=limit, summary=not full
-            )
+            ).to_dict()
         )
 
 
 @graph.command(name="record")
 @click.argument("path", type=click.File("r"))
-@click.option("--tenant", default=None, help="Tenant (default: tenant.default).")
-@_friendly_errors
+@tenant_option()
 def graph_record(path: Any, tenant: str | None) -> None:
     """Record {entities, relations, observations} from a JSON file ('-': stdin), all or nothing."""
-    from pydantic import ValidationError
-
-    from app.errors import InvalidInput
     from app.services.graph import operations
     from app.services.graph.models import RecordIn
 
-    try:
-        request = RecordIn.model_validate_json(path.read())
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'body'}: {error['msg']}"
-            for error in exc.errors()
-        )
-        raise InvalidInput(problems) from None
+    request = RecordIn.model_validate_json(path.read())
     with _opened() as (elephant, default):
-        _print(operations.record(elephant, tenant or default, request))
+        _print(operations.record(elephant, tenant or default, request).to_dict())
 
 
 @main.group()
@@ -467,12 +466,11 @@ def _database() -> Iterator[Database]:
 
 
 @keys.command("create")
-@click.option("--tenant", default=None, help="The tenant the key acts for.")
+@tenant_option("The tenant the key acts for.")
 @click.option("--all-tenants", is_flag=True, help="An admin key that names a tenant per request.")
 @click.option("--scopes", default="read,write", show_default=True, help="read, write, admin.")
 @click.option("--name", default="", help="What the key is for.")
 @click.option("--expires-in-days", type=float, default=None, help="Days until it expires.")
-@_friendly_errors
 def keys_create(
     tenant: str | None,
     all_tenants: bool,
@@ -483,73 +481,54 @@ def keys_create(
     """Create a key and print it once (JSON); only its prefix and hash are stored."""
     from app.services import keys as key_service
 
-    request = _validated(
-        key_service.KeyIn,
-        tenant=tenant,
-        all_tenants=all_tenants,
-        scopes=key_service.parse_scopes(scopes),
-        name=name,
-        expires_in_days=expires_in_days,
+    request = key_service.KeyIn.model_validate(
+        {
+            "tenant": tenant,
+            "all_tenants": all_tenants,
+            "scopes": key_service.parse_scopes(scopes),
+            "name": name,
+            "expires_in_days": expires_in_days,
+        }
     )
     with _database() as db:
-        _print(key_service.create_key(db, request).to_dict())
+        _print(key_service.create_key(db, request))
 
 
 @keys.command("list")
-@click.option("--tenant", default=None, help="Only this tenant's keys.")
+@tenant_option("Only this tenant's keys.")
 @click.option("--revoked", is_flag=True, help="Include revoked keys.")
-@_friendly_errors
 def keys_list(tenant: str | None, revoked: bool) -> None:
     """Keys with their tenant, scopes, creation, last use, expiry (never the secret)."""
     from app.services import keys as key_service
 
     with _database() as db:
         found = key_service.list_keys(db, tenant=tenant, include_revoked=revoked)
-        _print([info.to_dict() for info in found])
+        _print(found)
 
 
 @keys.command("revoke")
 @click.argument("prefix")
-@_friendly_errors
 def keys_revoke(prefix: str) -> None:
     """Revoke a key by its prefix (or the whole key); it stops working at once."""
     from app.services import keys as key_service
 
     with _database() as db:
-        _print(key_service.revoke_key(db, prefix, tenant=None).to_dict())
+        _print(key_service.revoke_key(db, prefix, tenant=None))
 
 
 @main.command("audit")
-@click.option("--tenant", default=None, help="Only this tenant's entries.")
+@tenant_option("Only this tenant's entries.")
 @click.option("--limit", type=click.IntRange(1, 10000), default=50, help="Entries, newest first.")
-@_friendly_errors
 def audit_command(tenant: str | None, limit: int) -> None:
     """The audit log: admin actions, keys, denied requests, erasures."""
     from app.services import audit
 
     with _database() as db:
-        _print([entry.to_dict() for entry in audit.entries(db, tenant=tenant, limit=limit)])
-
-
-def _validated(model: type[M], **values: Any) -> M:
-    """A request model from CLI options; a pydantic error becomes our InvalidInput."""
-    from pydantic import ValidationError
-
-    from app.errors import InvalidInput
-
-    try:
-        return model.model_validate(values)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc']) or 'input'}: "
-            f"{str(error['msg']).removeprefix('Value error, ')}"
-            for error in exc.errors()
-        )
-        raise InvalidInput(problems) from None
+        _print(audit.entries(db, tenant=tenant, limit=limit))
 
 
 @main.command("erase")
-@click.option("--tenant", default=None, help="Tenant (default: tenant.default; --all needs it).")
+@tenant_option("Tenant (default: tenant.default; --all needs it).")
 @click.option("--all", "whole", is_flag=True, help="The whole tenant: rows, graph, API keys.")
 @click.option("--subject", default=None, help="A person or entity: everything naming them.")
 @click.option("--alias", "aliases", multiple=True, help="Another name of the subject (repeat).")
@@ -559,7 +538,6 @@ def _validated(model: type[M], **values: Any) -> M:
 @click.option("--fact", "fact_ids", multiple=True, help="A fact id (repeat).")
 @click.option("--dry-run", is_flag=True, help="Report what would be removed; remove nothing.")
 @click.option("--yes", is_flag=True, help="Confirm erasing a whole tenant.")
-@_friendly_errors
 def erase_command(
     tenant: str | None,
     whole: bool,
@@ -573,19 +551,19 @@ def erase_command(
     yes: bool,
 ) -> None:
     """Erase a subject, conversation, source, rows or a whole tenant; prints the report."""
-    from app.errors import InvalidInput
     from app.services.erasure import EraseIn, erase
 
-    request = _validated(
-        EraseIn,
-        tenant=whole,
-        subject=subject,
-        aliases=list(aliases),
-        conversation_id=conversation,
-        source=source,
-        memory_ids=list(memory_ids),
-        fact_ids=list(fact_ids),
-        dry_run=dry_run,
+    request = EraseIn.model_validate(
+        {
+            "tenant": whole,
+            "subject": subject,
+            "aliases": list(aliases),
+            "conversation_id": conversation,
+            "source": source,
+            "memory_ids": list(memory_ids),
+            "fact_ids": list(fact_ids),
+            "dry_run": dry_run,
+        }
     )
     if whole and tenant is None:
         raise InvalidInput("--all erases a whole tenant: name it with --tenant")
@@ -595,7 +573,7 @@ def erase_command(
             "(see what would go with --dry-run)"
         )
     with _opened() as (elephant, default):
-        _print(erase(elephant, tenant or default, request).to_dict())
+        _print(erase(elephant, tenant or default, request))
 
 
 @main.group()
@@ -604,7 +582,6 @@ def config() -> None:
 
 
 @config.command("show")
-@_friendly_errors
 def config_show() -> None:
     """Print the effective settings (secrets hidden) as JSON."""
     click.echo(json.dumps(redacted(load_settings()), indent=2, default=str))
@@ -622,7 +599,6 @@ def embedded() -> None:
 
 
 @embedded.command("status")
-@_friendly_errors
 def embedded_status() -> None:
     """Say whether the embedded server runs, and who holds it."""
     from app.db.embedded import EmbeddedPostgres
@@ -640,7 +616,6 @@ def embedded_status() -> None:
 
 
 @embedded.command("stop")
-@_friendly_errors
 def embedded_stop() -> None:
     """Stop the embedded server even if other processes hold it."""
     from app.db.embedded import EmbeddedPostgres

@@ -1,12 +1,22 @@
-"""The one error family of Elephant.
+"""The one error family of Elephant, and the one way a validation error is told.
 
-Services raise these; the API maps them to HTTP statuses and the MCP adapter to
-tool errors, each in one place, so a message written here reaches every caller.
+Services raise these; the API maps them to HTTP statuses, the MCP adapter to
+tool errors and the CLI to a message, each in one place, so a message written
+here reaches every caller. A pydantic ``ValidationError`` (a request model that
+refused its input) becomes ``InvalidInput.from_validation``: every adapter, and
+the LLM retry loop that shows a model what to fix, words it the same way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import ValidationError
+
+MAX_PROBLEMS = 10
+"""Problems a message names; the rest are counted ('... and 3 more')."""
 
 
 class ElephantError(Exception):
@@ -38,6 +48,14 @@ class InvalidInput(ElephantError):
 
     status_code = 422
     code = "invalid_input"
+
+    @classmethod
+    def from_validation(cls, exc: ValidationError) -> InvalidInput:
+        """A request model's refusal: the message names each field and its problem
+        (``turns[0].text: ...``), ``details.fields`` lists every one as {key, message}."""
+        problems = problems_of(exc)
+        fields = [{"key": problem.where, "message": problem.message} for problem in problems]
+        return cls(describe_problems(problems), details={"fields": fields})
 
 
 class Unauthorized(ElephantError):
@@ -113,3 +131,49 @@ class SchemaMismatch(ElephantError):
 
     status_code = 503
     code = "schema_mismatch"
+
+
+# ------------------------------------------------------------------ validation messages
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with an input: where (``turns[0].text``; empty for the input as a
+    whole) and what."""
+
+    where: str
+    message: str
+
+
+def problems_of(exc: ValidationError) -> list[Problem]:
+    """Each error of ``exc``, its message without the 'Value error, ' pydantic puts before
+    a validator's own words."""
+    return [
+        Problem(location(error["loc"]), str(error["msg"]).removeprefix("Value error, "))
+        for error in exc.errors()
+    ]
+
+
+def describe_problems(problems: Sequence[Problem]) -> str:
+    """'where: problem; ...' (a problem of the whole input: its message alone), at most
+    MAX_PROBLEMS of them, then how many more."""
+    shown = [
+        f"{problem.where}: {problem.message}" if problem.where else problem.message
+        for problem in problems[:MAX_PROBLEMS]
+    ]
+    if len(problems) > len(shown):
+        shown.append(f"... and {len(problems) - len(shown)} more")
+    return "; ".join(shown)
+
+
+def describe_validation(exc: ValidationError) -> str:
+    """The message of ``InvalidInput.from_validation(exc)``."""
+    return describe_problems(problems_of(exc))
+
+
+def location(loc: Sequence[int | str]) -> str:
+    """A pydantic location as a path: list positions as [i] (``turns[0].text``)."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text

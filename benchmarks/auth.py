@@ -29,7 +29,7 @@ import uvicorn
 from app.api import create_app
 from app.config import Settings
 from app.db import Database
-from app.services.auth import authenticate
+from app.services.auth import TENANT_HEADER, authenticate
 from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 
@@ -114,7 +114,7 @@ def run(requests: int) -> dict[str, Any]:
             results: dict[str, Any] = {"requests": requests, "key_lookup": percentiles(lookups)}
             for label, settings, headers in (
                 ("keys", keyed, {"Authorization": f"Bearer {key}"}),
-                ("local", local, {"X-Elephant-Tenant": "bench"}),
+                ("local", local, {TENANT_HEADER: "bench"}),
             ):
                 elephant = Elephant(settings=settings, db=db, embedder=NoEmbedder(), llm=None)
                 with served(settings, elephant) as url:

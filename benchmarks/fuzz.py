@@ -39,6 +39,7 @@ from app.api import create_app
 from app.config import EmbeddingSettings, Settings
 from app.db import Database
 from app.providers.embedder import LocalEmbedder
+from app.services.auth import TENANT_HEADER
 from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 
@@ -170,7 +171,7 @@ def fuzz_app(data_dir: Path) -> Iterator[tuple[Litestar, dict[str, str]]]:
         )
         request = KeyIn(all_tenants=True, scopes=["read", "write", "admin"], name="fuzz")
         key = create_key(db, request).key
-        headers = {"Authorization": f"Bearer {key}", "X-Elephant-Tenant": TENANT}
+        headers = {"Authorization": f"Bearer {key}", TENANT_HEADER: TENANT}
         yield create_app(settings, elephant), headers
     finally:
         db.close()

@@ -217,8 +217,8 @@ def bench_record(
             )
             embedder.seconds = 0.0
             elapsed, result = timed(ops.record, elephant, tenant, request)
-            assert result["relations_created"] == 200, result
-            assert result["observations_added"] == 100 * observations, result
+            assert result.relations_created == 200, result
+            assert result.observations_added == 100 * observations, result
             seconds.append(elapsed)
             embedding.append(embedder.seconds)
         key = "with_observations" if observations else "without_observations"
@@ -307,7 +307,7 @@ def bench_reads(
                 reads.neighbourhood, elephant, tenant, name, hops=2, limit=limit
             )
             hood[limit].append(elapsed)
-            hood_nodes[limit].append(len(result["nodes"]))
+            hood_nodes[limit].append(len(result.nodes))
         elapsed, reached = timed(two_hop_store, elephant, tenant, entity_key(name))
         store_s.append(elapsed)
         store_nodes.append(reached)
@@ -350,7 +350,7 @@ def bench_search(
             elapsed, result = timed(reads.search_nodes, elephant, tenant, query)
             times.append(elapsed)
             embedding.append(embedder.seconds)
-            matched.append(result["total_matched"])
+            matched.append(result.total_matched)
         out[kind] = {
             **stats_ms(times),
             "query_embedding_p50_ms": round(statistics.median(embedding) * 1000, 2),

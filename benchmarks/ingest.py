@@ -26,8 +26,8 @@ from app.config import Settings
 from app.providers.embedder import Embedder, Vectors, build_embedder
 from app.services import ingest as ingest_service
 from app.services.facts import pipeline
+from app.services.jobs import drain
 from app.services.runtime import Elephant
-from app.services.worker import drain
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo10.json"
 T = TypeVar("T")

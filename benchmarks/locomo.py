@@ -55,9 +55,9 @@ from app.config import LLMSettings, Settings, load_settings
 from app.errors import ConfigError
 from app.providers.llm import LLM, LLMError, build_llm
 from app.services import ingest as ingest_service
+from app.services.jobs import drain
 from app.services.runtime import Elephant
-from app.services.search import LaneSizes, SearchHit, SearchRequest, search
-from app.services.worker import drain
+from app.services.search import LaneSizes, SearchHit, SearchRequest, SearchTimings, search
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo10.json"
 TENANT_PREFIX = "locomo"
@@ -217,7 +217,9 @@ def kind_group(kind: str) -> str:
     return "fact" if kind == "fact" else "memory"
 
 
-def score_hits(question: Question, hits: Sequence[SearchHit], timings: dict[str, float]) -> Outcome:
+def score_hits(
+    question: Question, hits: Sequence[SearchHit], timings: SearchTimings | None
+) -> Outcome:
     evidence = question.evidence
     hit_ids = [turn_ids(hit.source_turn_ids) for hit in hits]
     first_rank: int | None = None
@@ -254,9 +256,9 @@ def score_hits(question: Question, hits: Sequence[SearchHit], timings: dict[str,
         first_rank_by_kind=by_kind,
         budget_hits=budget_hits,
         all_evidence=all_evidence,
-        total_ms=float(timings.get("total", 0.0)),
-        sql_ms=float(timings.get("sql", 0.0)),
-        embedding_ms=float(timings.get("embedding", 0.0)),
+        total_ms=timings.total if timings else 0.0,
+        sql_ms=timings.sql if timings else 0.0,
+        embedding_ms=timings.embedding if timings else 0.0,
     )
 
 
@@ -275,7 +277,7 @@ def run_pass(elephant: Elephant, questions: Sequence[Question], spec: Pass) -> l
     started = time.perf_counter()
     for number, question in enumerate(questions, start=1):
         result = search(elephant, question.tenant, request(question, spec), record_access=False)
-        timings = (result.explain or {}).get("timings_ms", {})
+        timings = result.explain.timings_ms if result.explain else None
         outcomes.append(score_hits(question, result.hits, timings))
         if number % 250 == 0 or number == len(questions):
             elapsed = time.perf_counter() - started

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from reranker_server.app import create_app
 from reranker_server.scoring import Reranker
-from reranker_server.testing import WORDS, build_tiny_causal, build_tiny_cross_encoder
+from tests.reranker_helpers import WORDS, build_tiny_causal, build_tiny_cross_encoder
 
 QUERY = "where is the capital of france and which river runs through the city"
 

@@ -6,7 +6,7 @@
 A fresh embedded database gets 300 synthetic notes through the real write path
 (local MiniLM embedder, offline gate); a reranker_server is started on
 127.0.0.1 with --model (default: the tiny random cross-encoder of
-reranker_server.testing, which measures the pipeline, not a real model), and the
+tests/reranker_helpers.py, which measures the pipeline, not a real model), and the
 same queries run through search() with reranking off and on (pool 70, limit 10).
 """
 
@@ -32,7 +32,7 @@ from app.config import Settings  # noqa: E402
 from app.services.commit import NoteIn, commit_note  # noqa: E402
 from app.services.runtime import Elephant  # noqa: E402
 from app.services.search import SearchRequest, search  # noqa: E402
-from reranker_server.testing import build_tiny_cross_encoder  # noqa: E402
+from tests.reranker_helpers import build_tiny_cross_encoder  # noqa: E402
 
 PEOPLE = ["Ada", "Bram", "Chidi", "Dana", "Emil", "Farah", "Goran", "Hana"]
 THINGS = ["violin", "marathon", "sourdough", "chess club", "garden", "kayak", "novel", "pottery"]

@@ -1,7 +1,7 @@
 """Hybrid search at scale: bulk load, index builds, and one statement vs separate lanes.
 
     .venv/bin/python benchmarks/scale.py [--sizes 10000,100000] [--million]
-        [--queries 200] [--out benchmarks/results/scale.json]
+        [--queries 200] [--smoke] [--out benchmarks/results/scale.json]
 
 For each size N (10k and 100k; 1M only with --million) a fresh embedded database
 (temporary data dir) gets one tenant with a synthetic corpus: N memories (windows
@@ -14,10 +14,13 @@ embedding model). Measured:
   from its exact pg_indexes definition), then VACUUM (ANALYZE) and a CHECKPOINT so
   that autovacuum and checkpoints stay out of the latency runs;
 - search latency, query embedding excluded: the product's one statement
-  (sql/hybrid_search.sql with the bm25 keyword lane, prepared by
-  app.services.search.prepare, the parameters app.services.search.search builds)
-  against the same lanes issued as separate queries in the same tenant
-  transaction, fused by RRF in Python and completed by fetching the top rows by id.
+  (app.services.search.statement with the bm25 keyword lane, prepared by
+  app.services.search.prepare, its parameters built by
+  app.services.search.statement_params, as search() builds them) against the same
+  lanes issued as separate queries in the same tenant transaction (with the same
+  filter fragments, sql/memory_filters.sql and sql/fact_filters.sql, spliced in),
+  fused by RRF in Python and completed by fetching the top rows by id. No entity
+  graph is loaded, so the graph lane is off in both.
   Query variants come from the product's expand() (1 or 3 per query).
   "sql" times execute + fetch inside the open transaction (after prepare);
   "transaction" times the whole db.tenant() block (pool checkout, BEGIN,
@@ -26,6 +29,9 @@ embedding model). Measured:
 
 Targets printed beside the numbers: one-statement p50 <= 10 ms at 100k, and at
 least 3x faster than the separate lanes.
+
+`--smoke` runs one tiny size (2,000 memories, 10 queries) in seconds, so that the
+benchmark cannot rot unnoticed (tests/test_benchmark_smoke.py runs it).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -53,11 +60,12 @@ import numpy.typing as npt
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
-from app.config import SearchSettings, Settings
+from app.config import Settings
+from app.db.resources import splice
 from app.db.runtime import Connection, Database
 from app.services.expansion import expand
 from app.services.runtime import Elephant
-from app.services.search import prepare, statement
+from app.services.search import SearchRequest, prepare, statement, statement_params
 
 TENANT = "bench"
 DIM = 384
@@ -66,6 +74,7 @@ VOCABULARY = 20_000
 ENTITIES = 400
 TOPIC_WORDS = 40
 WARMUP_QUERIES = 30
+SMOKE_SIZE, SMOKE_QUERIES, SMOKE_WARMUP = 2_000, 10, 3
 LANE_INDEXES = {
     "windows": "memories_embedding_hnsw",
     "facts": "facts_embedding_hnsw",
@@ -76,8 +85,6 @@ LANE_INDEXES = {
 REBUILT_ACCESS_METHODS = ("hnsw", "gin", "bm25")
 TARGET_P50_MS_AT_100K = 10.0
 TARGET_SPEEDUP = 3.0
-# Search with the default settings, as app.services.search.search runs it.
-DEFAULTS = SearchSettings()
 
 FloatArray = npt.NDArray[np.float32]
 IntArray = npt.NDArray[np.int64]
@@ -444,96 +451,76 @@ def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
 # ---------------------------------------------------------------- the two ways to search
 
 
-def params_for(query: Query) -> dict[str, Any]:
-    """What app.services.search.search passes: default settings, bm25, no filters."""
-    return {
-        "vectors": query.vectors,
-        "texts": query.variants,
-        "windows": DEFAULTS.windows,
-        "facts": DEFAULTS.facts,
-        "keyword_memories": DEFAULTS.keyword,
-        "keyword_facts": DEFAULTS.keyword,
-        "rrf_k": DEFAULTS.rrf_k,
-        "variant_weights": [1.0] + [DEFAULTS.variant_weight] * (len(query.variants) - 1),
-        "windows_weight": DEFAULTS.windows_weight,
-        "facts_weight": DEFAULTS.facts_weight,
-        "keyword_weight": DEFAULTS.keyword_weight,
-        "result_limit": DEFAULTS.default_limit,
-        "sources": None,
-        "memory_kinds": None,
-        "created_after": None,
-        "created_before": None,
-        "event_after": None,
-        "event_before": None,
-        "as_of": None,
-        "include_expired": False,
-        "recency_weight": DEFAULTS.recency_weight,
-        "half_life_days": DEFAULTS.half_life_days,
-    }
+def service(db: Database) -> Elephant:
+    """The parts of the runtime that prepare() and statement_params() read: the database
+    (its capabilities) and the settings. No embedder: the query vectors are synthetic."""
+    return cast(Elephant, SimpleNamespace(db=db, settings=db.settings))
 
 
-_FILTERS = """
-  AND (%(sources)s::text[] IS NULL OR {t}.source = ANY (%(sources)s::text[]))
-  AND (%(created_after)s::timestamptz IS NULL OR {t}.created_at >= %(created_after)s)
-  AND (%(created_before)s::timestamptz IS NULL OR {t}.created_at < %(created_before)s)
-"""
-_MEMORY_FILTERS = (
-    _FILTERS.format(t="m")
-    + """
-  AND (%(memory_kinds)s::text[] IS NULL OR m.kind = ANY (%(memory_kinds)s::text[]))
-  AND (%(event_after)s::timestamptz IS NULL OR m.event_at >= %(event_after)s)
-  AND (%(event_before)s::timestamptz IS NULL OR m.event_at < %(event_before)s)
-"""
-)
-_FACT_FILTERS = (
-    _FILTERS.format(t="f")
-    + """
-  AND (%(event_after)s::timestamptz IS NULL OR f.valid_from >= %(event_after)s)
-  AND (%(event_before)s::timestamptz IS NULL OR f.valid_from < %(event_before)s)
-  AND (CASE
-         WHEN %(as_of)s::timestamptz IS NOT NULL THEN
-              f.status <> 'retracted'
-          AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
-          AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)
-         WHEN %(include_expired)s THEN true
-         ELSE f.status = 'active' AND f.expired_at IS NULL
-       END)
-"""
-)
-# The lanes of sql/hybrid_search.sql and sql/keyword_bm25.sql, one query each:
-# lane -> (item, weight parameter, query).
+def params_for(app: Elephant, query: Query) -> dict[str, Any]:
+    """What app.services.search.search passes, built by the same function: the settings'
+    lane sizes and weights, the bm25 engine, no filters, no graph lane (no entity graph)."""
+    request = SearchRequest(query=query.text)
+    return statement_params(app, request, query.variants, query.vectors, "bm25")
+
+
+# The lanes of sql/hybrid_search.sql and sql/keyword_bm25.sql, one query each, with the
+# statement's own filter fragments in their slots: lane -> (item, weight parameter, query).
 SEPARATE_LANES: dict[str, tuple[str, str, str]] = {
     "windows": (
         "memory",
         "windows_weight",
-        "SELECT m.id FROM memories AS m WHERE m.embedding IS NOT NULL"
-        + _MEMORY_FILTERS
-        + "ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(windows)s",
+        """
+        SELECT m.id FROM memories AS m
+        WHERE m.embedding IS NOT NULL
+          {memory_filters}
+        ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(windows)s
+        """,
     ),
     "facts": (
         "fact",
         "facts_weight",
-        "SELECT f.id FROM facts AS f WHERE f.embedding IS NOT NULL"
-        + _FACT_FILTERS
-        + "ORDER BY f.embedding <=> %(vector)s::vector LIMIT %(facts)s",
+        """
+        SELECT f.id FROM facts AS f
+        WHERE f.embedding IS NOT NULL
+          {fact_filters}
+        ORDER BY f.embedding <=> %(vector)s::vector LIMIT %(facts)s
+        """,
     ),
     "keyword_memories": (
         "memory",
         "keyword_weight",
-        "SELECT m.id FROM memories AS m WHERE true"
-        + _MEMORY_FILTERS
-        + "ORDER BY m.text <@> to_bm25query(%(text)s, 'memories_text_bm25') "
-        "LIMIT %(keyword_memories)s",
+        """
+        SELECT m.id FROM memories AS m
+        WHERE true
+          {memory_filters}
+        ORDER BY m.text <@> to_bm25query(%(text)s, 'memories_text_bm25')
+        LIMIT %(keyword_memories)s
+        """,
     ),
     "keyword_facts": (
         "fact",
         "keyword_weight",
-        "SELECT f.id FROM facts AS f WHERE true"
-        + _FACT_FILTERS
-        + "ORDER BY f.text <@> to_bm25query(%(text)s, 'facts_text_bm25') "
-        "LIMIT %(keyword_facts)s",
+        """
+        SELECT f.id FROM facts AS f
+        WHERE true
+          {fact_filters}
+        ORDER BY f.text <@> to_bm25query(%(text)s, 'facts_text_bm25')
+        LIMIT %(keyword_facts)s
+        """,
     ),
 }
+
+
+@cache
+def separate_lane_queries() -> dict[str, tuple[str, str, str]]:
+    """SEPARATE_LANES with their slots filled (once, outside the timings)."""
+    return {
+        lane: (item, weight, splice(query))
+        for lane, (item, weight, query) in SEPARATE_LANES.items()
+    }
+
+
 FETCH_MEMORIES = (
     "SELECT kind, id, text, source, created_at, event_at, NULL::timestamptz, NULL::text, "
     "NULL::text, NULL::uuid, source_turn_ids, importance FROM memories WHERE id = ANY(%s)"
@@ -559,7 +546,7 @@ def separate_lanes(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit],
     variants = zip(params["vectors"], params["texts"], params["variant_weights"], strict=True)
     for vector, text, variant_weight in variants:
         lane_params = {**params, "vector": vector, "text": text}
-        for item, weight, query in SEPARATE_LANES.values():
+        for item, weight, query in separate_lane_queries().values():
             ids = conn.execute(cast(Any, query), lane_params).fetchall()
             sent += 1
             for rank, (id_,) in enumerate(ids, start=1):
@@ -601,11 +588,10 @@ class Timings:
 Search = Callable[[Connection, dict[str, Any]], tuple[list[Hit], int]]
 
 
-def timed_search(db: Database, method: Search, params: dict[str, Any], into: Timings) -> list[Hit]:
-    shim = cast(Elephant, SimpleNamespace(db=db))  # prepare() reads elephant.db.capabilities
+def timed_search(app: Elephant, method: Search, params: dict[str, Any], into: Timings) -> list[Hit]:
     started = time.perf_counter()
-    with db.tenant(TENANT) as conn:
-        prepare(conn, shim, max(params["windows"], params["facts"]))
+    with app.db.tenant(TENANT) as conn:
+        prepare(conn, app, max(params["windows"], params["facts"]))
         sql_started = time.perf_counter()
         hits, sent = method(conn, params)
         sql_ms = (time.perf_counter() - sql_started) * 1000
@@ -652,12 +638,11 @@ def scans(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def explain(db: Database, query: Query) -> dict[str, Any]:
+def explain(app: Elephant, query: Query) -> dict[str, Any]:
     """EXPLAIN (ANALYZE) the one statement and each separate lane, as the app role."""
-    params = params_for(query)
-    shim = cast(Elephant, SimpleNamespace(db=db))
-    with db.tenant(TENANT) as conn:
-        prepare(conn, shim, max(params["windows"], params["facts"]))
+    params = params_for(app, query)
+    with app.db.tenant(TENANT) as conn:
+        prepare(conn, app, max(params["windows"], params["facts"]))
         row = conn.execute(
             cast(Any, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement("bm25")), params
         ).fetchone()
@@ -668,7 +653,7 @@ def explain(db: Database, query: Query) -> dict[str, Any]:
         ).fetchall()
         separate: dict[str, bool] = {}
         lane_params = {**params, "vector": query.vectors[0], "text": query.variants[0]}
-        for name, (*_, lane_sql) in SEPARATE_LANES.items():
+        for name, (*_, lane_sql) in separate_lane_queries().items():
             lane_plan = conn.execute(
                 cast(Any, "EXPLAIN (ANALYZE, FORMAT JSON) " + lane_sql), lane_params
             ).fetchone()
@@ -735,13 +720,15 @@ def fresh_database(prefix: str) -> Iterator[Database]:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def run_size(size: int, query_count: int, seed: int) -> dict[str, Any]:
+def run_size(
+    size: int, query_count: int, seed: int, warmup_count: int = WARMUP_QUERIES
+) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
     vocab = make_vocabulary(rng)
     corpus = make_corpus(rng, vocab, size)
     queries = make_queries(rng, vocab, corpus, query_count)
-    warmup = make_queries(rng, vocab, corpus, WARMUP_QUERIES)
+    warmup = make_queries(rng, vocab, corpus, warmup_count)
     generate_s = time.perf_counter() - started
     print(f"[{size}] generated {size} memories, {len(corpus.fact_ids)} facts in {generate_s:.1f}s")
 
@@ -750,25 +737,26 @@ def run_size(size: int, query_count: int, seed: int) -> dict[str, Any]:
         builds = ", ".join(f"{name} {s:.1f}s" for name, s in load.index_s.items())
         print(f"[{size}] COPY {load.copy_s:.1f}s; {builds}")
 
+        app = service(db)
         one, separate = Timings(), Timings()
         for query in warmup:
-            timed_search(db, one_statement, params_for(query), Timings())
-            timed_search(db, separate_lanes, params_for(query), Timings())
+            timed_search(app, one_statement, params_for(app, query), Timings())
+            timed_search(app, separate_lanes, params_for(app, query), Timings())
         same_set = same_order = 0
         load_before = os.getloadavg()[0]
         for n, query in enumerate(queries):
-            params = params_for(query)
+            params = params_for(app, query)
             # Alternate which goes first, so neither always runs on the warmer cache.
             if n % 2:
-                b = timed_search(db, separate_lanes, params, separate)
-                a = timed_search(db, one_statement, params, one)
+                b = timed_search(app, separate_lanes, params, separate)
+                a = timed_search(app, one_statement, params, one)
             else:
-                a = timed_search(db, one_statement, params, one)
-                b = timed_search(db, separate_lanes, params, separate)
+                a = timed_search(app, one_statement, params, one)
+                b = timed_search(app, separate_lanes, params, separate)
             same_set += set(a) == set(b)
             same_order += a == b
         load_after = os.getloadavg()[0]
-        plan = explain(db, max(queries, key=lambda q: len(q.variants)))
+        plan = explain(app, max(queries, key=lambda q: len(q.variants)))
         prepared = prepared_statements(db)
 
     one_sql, sep_sql = percentiles(one.sql_ms), percentiles(separate.sql_ms)
@@ -919,15 +907,23 @@ def main() -> None:
     parser.add_argument("--million", action="store_true", help="Also run 1,000,000 memories.")
     parser.add_argument("--queries", type=int, default=200, help="Timed searches per size.")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"{SMOKE_SIZE} memories, {SMOKE_QUERIES} queries (seconds; the test suite runs it)",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/scale.json"))
     args = parser.parse_args()
     sizes = [int(re.sub(r"[_\s]", "", s)) for s in args.sizes.split(",") if s.strip()]
     if args.million and 1_000_000 not in sizes:
         sizes.append(1_000_000)
+    query_count, warmup_count = args.queries, WARMUP_QUERIES
+    if args.smoke:
+        sizes, query_count, warmup_count = [SMOKE_SIZE], SMOKE_QUERIES, SMOKE_WARMUP
 
     results = []
     for size in sizes:
-        result = run_size(size, args.queries, args.seed)
+        result = run_size(size, query_count, args.seed, warmup_count)
         results.append(result)
         print_table(result)
     body = {
@@ -945,6 +941,7 @@ def main() -> None:
         },
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "seed": args.seed,
+        "smoke": args.smoke,
         "results": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

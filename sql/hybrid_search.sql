@@ -13,20 +13,28 @@
 --     lane_weight * variant_weight / (rrf_k + rank)
 -- plus an optional recency prior. Each hit reports its best rank in every lane.
 --
+-- Slots: a line holding only {name} is filled, when the code loads this file, with
+-- sql/<name>.sql (app/db/resources.py, splice): {memory_filters} and {fact_filters}
+-- hold the filters every lane applies (memories as m, facts as f), written once;
+-- {keyword_lane} is keyword_bm25.sql or keyword_tsvector.sql. To run this by hand,
+-- paste those files in (their header comments are not part of the splice).
+--
 -- Parameters
 --   vectors vector[] (sent binary), texts text[]   one entry per query variant
---   windows, facts, keyword int              lane sizes (0 switches a lane off)
+--   windows, facts int                       dense lane sizes (0 switches a lane off)
+--   keyword_memories, keyword_facts int      keyword lane sizes, memories and facts
 --   graph int                                graph lane size
 --   graph_named, graph_neighbours text[]     entity keys (named, 1-hop neighbours)
 --   rrf_k int, result_limit int
 --   variant_weights float8[]                 one per variant (the question itself: 1)
 --   windows_weight, facts_weight, keyword_weight, graph_weight float8
---   sources text[] | NULL                    only these sources
---   memory_kinds text[] | NULL               window / note (facts: facts lane size 0)
---   created_after, created_before timestamptz | NULL
---   event_after, event_before timestamptz | NULL   memories.event_at / facts.valid_from
---   as_of timestamptz | NULL                 only facts valid at that instant
---   include_expired boolean                  also superseded / expired facts
+--   the filters, NULL = off (documented in memory_filters.sql and fact_filters.sql):
+--     sources text[] | NULL                  only these sources
+--     memory_kinds text[] | NULL             window / note (facts: facts lane size 0)
+--     created_after, created_before timestamptz | NULL
+--     event_after, event_before timestamptz | NULL   memories.event_at / facts.valid_from
+--     as_of timestamptz | NULL               only facts valid at that instant
+--     include_expired boolean                also superseded / expired facts
 --   recency_weight float, half_life_days float
 --                                            prior = weight * 0.5^(age / half-life), the
 --                                            exponent held to 0-200 half-lives: a future
@@ -47,12 +55,7 @@ window_lane AS (
             SELECT m.id, m.embedding <=> q.embedding AS distance
             FROM memories AS m
             WHERE m.embedding IS NOT NULL
-              AND (%(sources)s::text[] IS NULL OR m.source = ANY (%(sources)s::text[]))
-              AND (%(memory_kinds)s::text[] IS NULL OR m.kind = ANY (%(memory_kinds)s::text[]))
-              AND (%(created_after)s::timestamptz IS NULL OR m.created_at >= %(created_after)s)
-              AND (%(created_before)s::timestamptz IS NULL OR m.created_at < %(created_before)s)
-              AND (%(event_after)s::timestamptz IS NULL OR m.event_at >= %(event_after)s)
-              AND (%(event_before)s::timestamptz IS NULL OR m.event_at < %(event_before)s)
+              {memory_filters}
             ORDER BY distance
             LIMIT %(windows)s
         ) AS ranked
@@ -67,19 +70,7 @@ fact_lane AS (
             SELECT f.id, f.embedding <=> q.embedding AS distance
             FROM facts AS f
             WHERE f.embedding IS NOT NULL
-              AND (%(sources)s::text[] IS NULL OR f.source = ANY (%(sources)s::text[]))
-              AND (%(created_after)s::timestamptz IS NULL OR f.created_at >= %(created_after)s)
-              AND (%(created_before)s::timestamptz IS NULL OR f.created_at < %(created_before)s)
-              AND (%(event_after)s::timestamptz IS NULL OR f.valid_from >= %(event_after)s)
-              AND (%(event_before)s::timestamptz IS NULL OR f.valid_from < %(event_before)s)
-              AND (CASE
-                     WHEN %(as_of)s::timestamptz IS NOT NULL THEN
-                          f.status <> 'retracted'
-                      AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
-                      AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)
-                     WHEN %(include_expired)s THEN true
-                     ELSE f.status = 'active' AND f.expired_at IS NULL
-                   END)
+              {fact_filters}
             ORDER BY distance
             LIMIT %(facts)s
         ) AS ranked
@@ -102,19 +93,7 @@ graph_facts AS MATERIALIZED (
                       WHERE named.fact_id = f.id
                         AND named.entity_key = ANY (%(graph_named)s::text[]))
       AND f.embedding IS NOT NULL
-      AND (%(sources)s::text[] IS NULL OR f.source = ANY (%(sources)s::text[]))
-      AND (%(created_after)s::timestamptz IS NULL OR f.created_at >= %(created_after)s)
-      AND (%(created_before)s::timestamptz IS NULL OR f.created_at < %(created_before)s)
-      AND (%(event_after)s::timestamptz IS NULL OR f.valid_from >= %(event_after)s)
-      AND (%(event_before)s::timestamptz IS NULL OR f.valid_from < %(event_before)s)
-      AND (CASE
-             WHEN %(as_of)s::timestamptz IS NOT NULL THEN
-                  f.status <> 'retracted'
-              AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
-              AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)
-             WHEN %(include_expired)s THEN true
-             ELSE f.status = 'active' AND f.expired_at IS NULL
-           END)
+      {fact_filters}
     LIMIT 5000
 ),
 graph_lane AS (

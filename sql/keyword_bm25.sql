@@ -1,4 +1,11 @@
-    -- keyword lane, true BM25 (pg_textsearch): ordered scans of the bm25 indexes.
+-- The keyword lane of hybrid_search.sql with pg_textsearch: true BM25, ordered scans of
+-- the bm25 indexes memories_text_bm25 and facts_text_bm25 (score: lower is better).
+-- Spliced into the slot {keyword_lane}; runs over q (variant, query) of that statement.
+-- This header is not spliced.
+--
+-- Parameters
+--   keyword_memories, keyword_facts int      lane sizes, per variant
+--   the filters of memory_filters.sql and fact_filters.sql
     SELECT q.variant, hit.item, hit.id, hit.rank
     FROM q
     CROSS JOIN LATERAL (
@@ -6,12 +13,8 @@
         FROM (
             SELECT m.id, m.text <@> to_bm25query(q.query, 'memories_text_bm25') AS score
             FROM memories AS m
-            WHERE (%(sources)s::text[] IS NULL OR m.source = ANY (%(sources)s::text[]))
-              AND (%(memory_kinds)s::text[] IS NULL OR m.kind = ANY (%(memory_kinds)s::text[]))
-              AND (%(created_after)s::timestamptz IS NULL OR m.created_at >= %(created_after)s)
-              AND (%(created_before)s::timestamptz IS NULL OR m.created_at < %(created_before)s)
-              AND (%(event_after)s::timestamptz IS NULL OR m.event_at >= %(event_after)s)
-              AND (%(event_before)s::timestamptz IS NULL OR m.event_at < %(event_before)s)
+            WHERE true
+              {memory_filters}
             ORDER BY score
             LIMIT %(keyword_memories)s
         ) AS ranked
@@ -20,19 +23,8 @@
         FROM (
             SELECT f.id, f.text <@> to_bm25query(q.query, 'facts_text_bm25') AS score
             FROM facts AS f
-            WHERE (%(sources)s::text[] IS NULL OR f.source = ANY (%(sources)s::text[]))
-              AND (%(created_after)s::timestamptz IS NULL OR f.created_at >= %(created_after)s)
-              AND (%(created_before)s::timestamptz IS NULL OR f.created_at < %(created_before)s)
-              AND (%(event_after)s::timestamptz IS NULL OR f.valid_from >= %(event_after)s)
-              AND (%(event_before)s::timestamptz IS NULL OR f.valid_from < %(event_before)s)
-              AND (CASE
-                     WHEN %(as_of)s::timestamptz IS NOT NULL THEN
-                          f.status <> 'retracted'
-                      AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
-                      AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)
-                     WHEN %(include_expired)s THEN true
-                     ELSE f.status = 'active' AND f.expired_at IS NULL
-                   END)
+            WHERE true
+              {fact_filters}
             ORDER BY score
             LIMIT %(keyword_facts)s
         ) AS ranked

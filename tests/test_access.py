@@ -208,15 +208,16 @@ def test_scopes_matrix(
 
 def test_a_key_is_stored_as_a_hash_and_shown_once(db: Database) -> None:
     created = create_key(db, KeyIn(tenant="lifecycle", scopes=["read"], name="ci"))
-    assert created.key.startswith(f"ek_{created.info.prefix}_") and len(created.key) > 50
+    assert created.key.startswith(f"ek_{created.prefix}_") and len(created.key) > 50
     with db.admin_connection() as conn:
         rows = conn.execute("SELECT t::text FROM api_keys AS t").fetchall()
     assert rows and not any(created.key in row[0] for row in rows)
     secret = created.key.split("_", 2)[2]
     assert not any(secret in row[0] for row in rows)
-    listed = [info.to_dict() for info in list_keys(db, tenant="lifecycle")]
-    assert [entry["prefix"] for entry in listed] == [created.info.prefix]
-    assert "key" not in listed[0] and created.key not in json.dumps(listed, default=str)
+    listed = list_keys(db, tenant="lifecycle")
+    assert [info.prefix for info in listed] == [created.prefix]
+    assert not hasattr(listed[0], "key") and created.key not in repr(listed)
+    assert created.key not in repr(created)  # the secret stays out of logs and tracebacks
 
 
 def test_revoked_and_expired_keys_stop_working(client: Client, db: Database) -> None:
@@ -548,3 +549,33 @@ def test_every_response_carries_a_request_id(client: Client, keys: dict[str, str
     assert kept.headers["x-request-id"] == "proxy-42"
     odd = client.get("/stats", headers={**bearer(keys["acme_read"]), "X-Request-Id": "a b\\c"})
     assert odd.headers["x-request-id"] != "a b\\c"
+
+
+def test_key_audit_and_record_responses_are_named_schemas(
+    client: Client, keys: dict[str, str]
+) -> None:
+    spec = client.get("/schema/openapi.json", headers=bearer(keys["operator"])).json()
+    expected = {
+        ("post", "/keys"): "CreatedKey",
+        ("get", "/keys"): "KeyList",
+        ("post", "/keys/{prefix}/revoke"): "KeyInfo",
+        ("get", "/audit"): "AuditLog",
+        ("get", "/tenant/owner"): "Owner",
+        ("put", "/tenant/owner"): "Owner",
+        ("post", "/erase"): "ErasureReport",
+        ("get", "/memories"): "MemoryPage",
+        ("get", "/memories/{memory_id}"): "MemoryRecord",
+        ("delete", "/memories/{memory_id}"): "ErasureReport",
+        ("get", "/facts"): "FactPage",
+        ("get", "/facts/{fact_id}"): "FactRecord",
+        ("delete", "/facts/{fact_id}"): "ErasureReport",
+    }
+    for (method, path), name in expected.items():
+        responses = spec["paths"][path][method]["responses"]
+        [ok] = [body for status, body in responses.items() if status.startswith("2")]
+        assert ok["content"]["application/json"]["schema"] == {
+            "$ref": f"#/components/schemas/{name}"
+        }, (method, path)
+    schemas = spec["components"]["schemas"]
+    assert "key" in schemas["CreatedKey"]["properties"]
+    assert "key" not in schemas["KeyInfo"]["properties"]  # the secret only when created

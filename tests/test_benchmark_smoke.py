@@ -51,6 +51,19 @@ def test_load_benchmark_smoke(tmp_path: Path) -> None:
     assert report["search"]["n"] > 0 and report["errors"] == {}
 
 
+def test_scale_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("scale", tmp_path, timeout_s=300)
+    assert report["smoke"] is True
+    (size,) = report["results"]
+    assert size["memories"] == 2000 and size["queries"] == 10
+    assert size["one_statement"]["sql_ms"]["p50"] > 0
+    assert size["separate_queries"]["sql_ms"]["p50"] > 0
+    # The separate lanes run the statement's lanes and filters: (nearly) the same hits.
+    assert size["top10_agreement"]["same_ids"] >= 0.9
+    assert all(size["explain"]["lanes_used_index"].values()), size["explain"]["scans"]
+    assert "lanes on their index (EXPLAIN)" in result.stdout
+
+
 def test_fuzz_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("fuzz", tmp_path, timeout_s=300)
     totals = report["totals"]

@@ -3,8 +3,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from app import __version__
@@ -127,3 +129,49 @@ def test_graph_commands_record_open_search_show(settings: Settings, db: Database
     assert refused.exit_code == 1 and "unknown relation type 'adores'" in refused.output
     malformed = runner.invoke(main, ["graph", "record", "-"], input='{"entitys": []}', env=env)
     assert malformed.exit_code == 1 and "entitys" in malformed.output
+
+
+def test_refused_input_is_a_message_not_a_traceback() -> None:
+    """What a request model refuses ends the command with its message on stderr (worded as
+    the API and MCP word it) and exit 1, before the database is opened."""
+    runner = CliRunner()
+    cases = [
+        (["search", ""], "Error: query: String should have at least 1 character"),
+        (["erase", "--memory", "nope"], "Error: memory_ids[0]: Input should be a valid UUID"),
+        (
+            ["keys", "create", "--tenant", "acme", "--expires-in-days", "0"],
+            "Error: expires_in_days: Input should be greater than 0",
+        ),
+    ]
+    for args, message in cases:
+        result = runner.invoke(main, args)
+        assert isinstance(result.exception, SystemExit), result.exception  # not an uncaught error
+        assert result.exit_code == 1, result.output
+        assert result.stderr.startswith(message), result.stderr
+        assert result.stdout == "" and "Traceback" not in result.output
+
+
+def test_click_still_refuses_what_it_checks_itself_as_usage() -> None:
+    result = CliRunner().invoke(main, ["search", "tea", "--limit", "0"])
+    assert result.exit_code == 2 and "--limit" in result.stderr
+
+
+def test_every_tenant_option_is_the_shared_one() -> None:
+    """One spelling of --tenant: every command taking a tenant uses tenant_option."""
+
+    def commands(group: click.Group) -> Iterator[click.Command]:
+        for command in group.commands.values():
+            yield command
+            if isinstance(command, click.Group):
+                yield from commands(command)
+
+    tenant_params = [
+        (command.name, param)
+        for command in commands(main)
+        for param in command.params
+        if param.name == "tenant"
+    ]
+    assert len(tenant_params) >= 10
+    for name, param in tenant_params:
+        assert isinstance(param, click.Option) and param.opts == ["--tenant"], name
+        assert param.metavar == "TENANT" and param.default is None and param.help, name

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+from uuid import UUID
 
 import pytest
 from litestar.testing import TestClient
 
 from app.config import Settings
+from app.errors import NotFound
+from app.services.feedback import give_feedback_on
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 
@@ -366,6 +369,26 @@ def test_feedback_moves_importance_within_bounds(client: Client, elephant: Eleph
         headers={"X-Elephant-Tenant": "fb-other"},
     )
     assert other_tenant.status_code == 404
+
+
+def test_feedback_on_one_id_finds_the_memory_then_the_fact(
+    client: Client, elephant: Elephant
+) -> None:
+    """MCP's feedback takes the one id search returned: a memory's, else a fact's."""
+    tenant = "fb-any"
+    memory = post(
+        client, "/commit", {"text": "Gil moved to Porto in May 2024"}, tenant, wait=True
+    ).json()["memory_id"]
+    with elephant.db.tenant(tenant) as conn:
+        row = conn.execute("SELECT id FROM facts WHERE memory_id = %s", (memory,)).fetchone()
+    assert row is not None
+    on_memory = give_feedback_on(elephant, tenant, UUID(memory), helpful=True)
+    on_fact = give_feedback_on(elephant, tenant, row[0], helpful=False)
+    assert (on_memory.memory_id, on_memory.fact_id, on_memory.delta) == (memory, None, 5.0)
+    assert (on_fact.memory_id, on_fact.fact_id, on_fact.delta) == (None, str(row[0]), -10.0)
+    with pytest.raises(NotFound, match="no memory or fact"):
+        give_feedback_on(elephant, tenant, UUID(int=0), helpful=True)
+    assert count_rows(elephant.db, tenant, "feedback") == 2
 
 
 def test_jobs_listing_and_filter(client: Client) -> None:

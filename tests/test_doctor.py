@@ -9,7 +9,7 @@ from app.cli import main
 from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
-from app.services.doctor import diagnose
+from app.services.doctor import Diagnosis, diagnose
 from app.services.graph import operations
 from app.services.graph.age import graph_name
 from app.services.graph.models import RecordIn
@@ -18,23 +18,21 @@ from app.services.runtime import Elephant
 from tests.conftest import free_port
 
 
-def _levels(report: dict[str, object]) -> dict[str, str]:
-    checks = report["checks"]
-    assert isinstance(checks, list)
-    return {check["name"]: check["level"] for check in checks}
+def _levels(report: Diagnosis) -> dict[str, str]:
+    return {check.name: check.level for check in report.checks}
 
 
 def test_without_a_key_nobody_can_call_the_api(elephant: Elephant) -> None:
     report = diagnose(elephant)
-    keys = next(check for check in report["checks"] if check["name"] == "api keys")
-    assert keys["level"] == "warn" and "elephant keys create" in keys["detail"]
+    keys = next(check for check in report.checks if check.name == "api keys")
+    assert keys.level == "warn" and "elephant keys create" in keys.detail
 
 
 def test_a_healthy_install_is_ok(elephant: Elephant, db: Database) -> None:
     create_key(db, KeyIn(tenant="doctor", scopes=["read"]))
     report = diagnose(elephant)
     levels = _levels(report)
-    assert report["status"] == "ok", report
+    assert report.status == "ok", report
     assert {"database", "schema", "embedding dimension", "age", "pg_textsearch", "embedder",
             "failed jobs", "stuck jobs", "vectors", "api keys", "graph isolation",
             "reranker"} <= set(levels)  # fmt: skip
@@ -53,9 +51,9 @@ def test_failed_jobs_and_missing_vectors_are_warnings(elephant: Elephant, db: Da
     try:
         report = diagnose(elephant)
         levels = _levels(report)
-        assert report["status"] == "warn"
+        assert report.status == "warn"
         assert levels["failed jobs"] == "warn" and levels["vectors"] == "warn"
-        details = {c["name"]: c["detail"] for c in report["checks"]}  # type: ignore[attr-defined]
+        details = {c.name: c.detail for c in report.checks}
         assert details["failed jobs"].startswith("1 failed")
         assert details["vectors"].startswith("1 memories and 0 facts")
     finally:
@@ -79,7 +77,7 @@ def test_an_unreachable_reranker_is_a_warning(
     try:
         report = diagnose(runtime)
         assert _levels(report)["reranker"] == "warn"
-        assert report["status"] == "warn"
+        assert report.status == "warn"
     finally:
         runtime.close_providers()
 
@@ -105,6 +103,6 @@ def test_a_graph_table_without_row_level_security_fails(elephant: Elephant, db: 
     finally:
         with db.admin_connection() as conn:
             conn.execute(sql.SQL("ALTER TABLE {} FORCE ROW LEVEL SECURITY").format(table))
-    check = next(check for check in report["checks"] if check["name"] == "graph isolation")
-    assert check["level"] == "fail" and "1 graph tables" in check["detail"]
-    assert report["status"] == "fail"
+    check = next(check for check in report.checks if check.name == "graph isolation")
+    assert check.level == "fail" and "1 graph tables" in check.detail
+    assert report.status == "fail"

@@ -21,9 +21,9 @@ from app.services.audit import digest
 from app.services.commit import NoteIn, commit_note
 from app.services.erasure import names_pattern
 from app.services.graph.age import graph_name
+from app.services.jobs import drain
 from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
-from app.services.worker import drain
 from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM
 

@@ -71,9 +71,9 @@ def test_external_mode_keeps_a_graph_as_the_app_role(
                 relations=[RelationIn(source="Ledger", relation_type="uses", target="Clock")],
             ),
         )
-        node = reads.open_nodes(elephant, "ext", ["ledger"])["entities"][0]
-        assert node["relations"][0]["target"] == "Clock"
-        assert node["observations"][0]["content"] == "Balances every night"
+        node = reads.open_nodes(elephant, "ext", ["ledger"]).entities[0]
+        assert node.relations[0].target == "Clock"
+        assert node.observations[0].content == "Balances every night"
         with db.tenant("ext") as conn:
             assert conn.execute("SELECT current_user").fetchone() == ("elephant_app",)
     finally:

@@ -15,20 +15,26 @@ from app.services.graph import reads
 from app.services.graph import vocabulary as vocab
 from app.services.graph.models import (
     DecisionIn,
+    EntitiesDeleted,
     EntityIn,
+    EntitySummary,
+    GraphNode,
     ObservationRefs,
+    ObservationsDeleted,
     ObservationsIn,
+    ObservationsInvalidated,
     RecordIn,
     RelationIn,
     RelationRef,
+    RelationsDeleted,
     ReviseIn,
 )
 from app.services.runtime import Elephant
 
 
-def _entities(elephant: Elephant, tenant: str) -> dict[str, Any]:
+def _entities(elephant: Elephant, tenant: str) -> dict[str, EntitySummary | GraphNode]:
     page = reads.read_graph(elephant, tenant, offset=0, limit=200, summary=False)
-    return {entity["name"]: entity for entity in page["entities"]}
+    return {entity.name: entity for entity in page.entities}
 
 
 # ------------------------------------------------------------------ vocabulary
@@ -93,15 +99,15 @@ def test_record_creates_entities_relations_observations(elephant: Elephant) -> N
             relations=[RelationIn(source="Elephant", relation_type="requires", target="pgvector")],
         ),
     )
-    assert result["entities_created"] == ["Elephant", "pgvector"]
-    assert result["relations_created"] == 1
-    assert result["observations_added"] == 1
+    assert result.entities_created == ["Elephant", "pgvector"]
+    assert result.relations_created == 1
+    assert result.observations_added == 1
     opened = reads.open_nodes(elephant, "rec", ["elephant"])
-    node = opened["entities"][0]
-    assert node["entity_type"] == "artifact"
-    assert [o["content"] for o in node["observations"]] == ["Stores memories in Postgres"]
-    assert node["relations"][0]["relation_type"] == "depends_on"
-    assert node["relations"][0]["target"] == "pgvector"
+    node = opened.entities[0]
+    assert node.entity_type == "artifact"
+    assert [o.content for o in node.observations] == ["Stores memories in Postgres"]
+    assert node.relations[0].relation_type == "depends_on"
+    assert node.relations[0].target == "pgvector"
 
     again = ops.record(
         elephant,
@@ -113,10 +119,10 @@ def test_record_creates_entities_relations_observations(elephant: Elephant) -> N
             ],
         ),
     )
-    assert again["entities_created"] == []
-    assert again["entities_merged"] == ["Elephant"]
-    assert again["relations_created"] == 0 and again["relations_existing"] == 1
-    assert again["observations_added"] == 0 and again["observations_duplicate"] == 1
+    assert again.entities_created == []
+    assert again.entities_merged == ["Elephant"]
+    assert again.relations_created == 0 and again.relations_existing == 1
+    assert again.observations_added == 0 and again.observations_duplicate == 1
 
 
 # ------------------------------------------------------------------ helpers
@@ -155,8 +161,8 @@ def _seed(elephant: Elephant, tenant: str) -> None:
     )
 
 
-def _kinds(node: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(o["kind"], o["content"]) for o in node["observations"]]
+def _kinds(node: GraphNode) -> list[tuple[str, str]]:
+    return [(o.kind, o.content) for o in node.observations]
 
 
 # ------------------------------------------------------------------ record is all or nothing
@@ -253,8 +259,8 @@ def test_record_writes_nothing_when_one_item_is_invalid(elephant: Elephant, case
     assert fragment in caught.value.message
     assert _counts(elephant, tenant) == before
     assert set(_entities(elephant, tenant)) == {"Postgres", "AGE"}
-    opened = reads.open_nodes(elephant, tenant, ["Postgres"])["entities"][0]
-    assert [o["content"] for o in opened["observations"]] == ["A database"]
+    opened = reads.open_nodes(elephant, tenant, ["Postgres"]).entities[0]
+    assert [o.content for o in opened.observations] == ["A database"]
 
 
 def test_record_missing_entities_are_listed(elephant: Elephant) -> None:
@@ -326,9 +332,9 @@ def test_failing_revise_changes_nothing(elephant: Elephant) -> None:
     assert _counts(elephant, tenant) == before
     assert before["supersedes"] == 0
     assert set(_entities(elephant, tenant)) == {"Old plan"}
-    old = reads.open_nodes(elephant, tenant, ["Old plan"])["entities"][0]
-    assert old["valid_to"] is None and old["relations"] == []
-    assert [o["content"] for o in old["observations"]] == ["Use MySQL", "Ship in May"]
+    old = reads.open_nodes(elephant, tenant, ["Old plan"]).entities[0]
+    assert old.valid_to is None and old.relations == []
+    assert [o.content for o in old.observations] == ["Use MySQL", "Ship in May"]
 
 
 def test_revise_closes_observations_and_links_the_replacement(elephant: Elephant) -> None:
@@ -347,13 +353,13 @@ def test_revise_closes_observations_and_links_the_replacement(elephant: Elephant
             reason="MySQL lacks AGE",
         ),
     )
-    assert result["observations_invalidated"] == 1
-    assert result["entities_created"] == ["New plan"]
-    nodes = reads.open_nodes(elephant, tenant, ["Old plan", "New plan"])["entities"]
+    assert result.observations_invalidated == 1
+    assert result.entities_created == ["New plan"]
+    nodes = reads.open_nodes(elephant, tenant, ["Old plan", "New plan"]).entities
     old, new = nodes
-    assert old["valid_to"] is None  # only one observation was revised
-    assert [o["content"] for o in old["observations"]] == ["Ship in May"]
-    assert [(r["source"], r["relation_type"], r["target"]) for r in new["relations"]] == [
+    assert old.valid_to is None  # only one observation was revised
+    assert [o.content for o in old.observations] == ["Ship in May"]
+    assert [(r.source, r.relation_type, r.target) for r in new.relations] == [
         ("New plan", "supersedes", "Old plan")
     ]
     with elephant.db.tenant(tenant) as conn:
@@ -385,9 +391,9 @@ def test_decision_keeps_rejected_alternatives_as_separate_observations(
             rejected=["Pinecone: a second system", "Qdrant: another server"],
         ),
     )
-    assert result["observations_added"] == 4
-    node = reads.open_nodes(elephant, tenant, ["vector store"])["entities"][0]
-    assert (node["entity_type"], node["domain"], node["epistemic"]) == (
+    assert result.observations_added == 4
+    node = reads.open_nodes(elephant, tenant, ["vector store"]).entities[0]
+    assert (node.entity_type, node.domain, node.epistemic) == (
         "decision",
         "software",
         "assertion",
@@ -437,10 +443,10 @@ def test_decision_supersedes_an_earlier_one(elephant: Elephant) -> None:
             supersedes="queue V1",
         ),
     )
-    old, new = reads.open_nodes(elephant, tenant, ["Queue v1", "Queue v2"])["entities"]
-    assert old["valid_to"] is not None
-    assert old["observations"] == []  # decided, because and rejected all closed
-    assert [(r["source"], r["relation_type"], r["target"]) for r in new["relations"]] == [
+    old, new = reads.open_nodes(elephant, tenant, ["Queue v1", "Queue v2"]).entities
+    assert old.valid_to is not None
+    assert old.observations == []  # decided, because and rejected all closed
+    assert [(r.source, r.relation_type, r.target) for r in new.relations] == [
         ("Queue v2", "supersedes", "Queue v1")
     ]
     assert [k for k, _ in _kinds(new)] == ["decided", "because", "rejected"]
@@ -478,9 +484,9 @@ def test_invalidate_keeps_the_row_and_hides_it(elephant: Elephant) -> None:
         [ObservationRefs(entity="dana", observations=["lives in lisbon"])],
         reason="moved to Porto",
     )
-    assert result == {"observations_invalidated": 1}
-    node = reads.open_nodes(elephant, tenant, ["Dana"])["entities"][0]
-    assert [o["content"] for o in node["observations"]] == ["Likes jazz"]
+    assert result == ObservationsInvalidated(observations_invalidated=1)
+    node = reads.open_nodes(elephant, tenant, ["Dana"]).entities[0]
+    assert [o.content for o in node.observations] == ["Likes jazz"]
     after = _counts(elephant, tenant)
     assert after["observations"] == before["observations"] == 2
     assert after["active"] == 1
@@ -498,7 +504,7 @@ def test_invalidate_keeps_the_row_and_hides_it(elephant: Elephant) -> None:
     again = ops.add_observations(
         elephant, tenant, [ObservationsIn(entity="Dana", contents=["Lives in Lisbon"])]
     )
-    assert again["observations_added"] == 1
+    assert again.observations_added == 1
     with pytest.raises(InvalidInput, match="no active observation 'Owns a cat'"):
         ops.invalidate_observations(
             elephant,
@@ -508,8 +514,8 @@ def test_invalidate_keeps_the_row_and_hides_it(elephant: Elephant) -> None:
                 ObservationRefs(entity="Dana", observations=["Owns a cat"]),
             ],
         )
-    node = reads.open_nodes(elephant, tenant, ["Dana"])["entities"][0]
-    assert {o["content"] for o in node["observations"]} == {"Likes jazz", "Lives in Lisbon"}
+    node = reads.open_nodes(elephant, tenant, ["Dana"]).entities[0]
+    assert {o.content for o in node.observations} == {"Likes jazz", "Lives in Lisbon"}
 
 
 def test_delete_operations_remove(elephant: Elephant) -> None:
@@ -529,11 +535,11 @@ def test_delete_operations_remove(elephant: Elephant) -> None:
             ],
         ),
     )
-    cooks = reads.open_nodes(elephant, tenant, ["Erin"])["entities"][0]["observations"][1]["id"]
+    cooks = reads.open_nodes(elephant, tenant, ["Erin"]).entities[0].observations[1].id
     deleted = ops.delete_observations(
         elephant, tenant, [ObservationRefs(entity="Erin", observations=[cooks])]
     )
-    assert deleted == {"observations_deleted": 1}
+    assert deleted == ObservationsDeleted(observations_deleted=1)
     assert ops.delete_relations(
         elephant,
         tenant,
@@ -541,25 +547,24 @@ def test_delete_operations_remove(elephant: Elephant) -> None:
             RelationRef(source="erin", relation_type="lives in", target="PARIS"),
             RelationRef(source="Erin", relation_type="knows", target="Paris"),  # not there
         ],
-    ) == {"relations_deleted": 1}
-    erin = reads.open_nodes(elephant, tenant, ["Erin"])["entities"][0]
-    assert [o["content"] for o in erin["observations"]] == ["Plays chess"]
-    assert [r["target"] for r in erin["relations"]] == ["Acme"]
+    ) == RelationsDeleted(relations_deleted=1)
+    erin = reads.open_nodes(elephant, tenant, ["Erin"]).entities[0]
+    assert [o.content for o in erin.observations] == ["Plays chess"]
+    assert [r.target for r in erin.relations] == ["Acme"]
     counts = _counts(elephant, tenant)
     assert (counts["entities"], counts["relations"], counts["observations"]) == (3, 1, 2)
 
     result = ops.delete_entities(elephant, tenant, ["Erin", "Nobody"])
-    assert result == {"entities_deleted": 1, "missing": ["Nobody"]}
+    assert result == EntitiesDeleted(entities_deleted=1, missing=["Nobody"])
     counts = _counts(elephant, tenant)
     assert (counts["entities"], counts["relations"], counts["observations"]) == (2, 0, 1)
     assert counts["links"] == 1
     opened = reads.open_nodes(elephant, tenant, ["Erin", "Acme"])
-    assert opened["missing"] == ["Erin"]
-    assert opened["entities"][0]["relations"] == []
-    assert ops.delete_entities(elephant, "deletes-none", ["Erin"]) == {
-        "entities_deleted": 0,
-        "missing": ["Erin"],
-    }
+    assert opened.missing == ["Erin"]
+    assert opened.entities[0].relations == []
+    assert ops.delete_entities(elephant, "deletes-none", ["Erin"]) == EntitiesDeleted(
+        entities_deleted=0, missing=["Erin"]
+    )
 
 
 def test_closed_relations_are_hidden_from_reads(elephant: Elephant) -> None:
@@ -581,16 +586,14 @@ def test_closed_relations_are_hidden_from_reads(elephant: Elephant) -> None:
         ("age", "part_of", "postgres"),
         ("postgres", "enables", "age"),
     ]
-    node = reads.open_nodes(elephant, tenant, ["AGE"])["entities"][0]
-    assert [(r["source"], r["relation_type"]) for r in node["relations"]] == [
-        ("Postgres", "enables")
-    ]
-    assert len(reads.neighbourhood(elephant, tenant, "age", hops=1)["edges"]) == 1
+    node = reads.open_nodes(elephant, tenant, ["AGE"]).entities[0]
+    assert [(r.source, r.relation_type) for r in node.relations] == [("Postgres", "enables")]
+    assert len(reads.neighbourhood(elephant, tenant, "age", hops=1).edges) == 1
     # A closed relation does not block recording the same relation again.
     again = ops.create_relations(
         elephant, tenant, [RelationIn(source="AGE", relation_type="part of", target="Postgres")]
     )
-    assert again["relations_created"] == 1
+    assert again.relations_created == 1
 
 
 # ------------------------------------------------------------------ bounded reads
@@ -617,25 +620,25 @@ def test_search_nodes_is_bounded_and_says_so(elephant: Elephant) -> None:
         ],
     )
     page = reads.search_nodes(elephant, tenant, "widget", limit=5)
-    assert len(page["entities"]) == 5
-    assert (page["total_matched"], page["truncated"]) == (30, True)
-    assert [e["name"] for e in page["entities"]] == [f"Widget {n:02d}" for n in range(5)]
+    assert len(page.entities) == 5
+    assert (page.total_matched, page.truncated) == (30, True)
+    assert [e.name for e in page.entities] == [f"Widget {n:02d}" for n in range(5)]
     everything = reads.search_nodes(elephant, tenant, "widget", limit=50)
-    assert (len(everything["entities"]), everything["total_matched"]) == (30, 30)
-    assert everything["truncated"] is False
+    assert (len(everything.entities), everything.total_matched) == (30, 30)
+    assert everything.truncated is False
     exact = reads.search_nodes(elephant, tenant, "widget 07", limit=5)
-    assert exact["entities"][0]["name"] == "Widget 07"
+    assert exact.entities[0].name == "Widget 07"
 
-    hub = reads.search_nodes(elephant, tenant, "hub node", max_relations=3)["entities"][0]
-    assert hub["name"] == "Hub node"
-    assert len(hub["relations"]) == 3
-    assert (hub["relations_total"], hub["relations_truncated"]) == (12, True)
-    none = reads.search_nodes(elephant, tenant, "hub node", max_relations=0)["entities"][0]
-    assert none["relations"] == [] and none["relations_total"] == 12
+    hub = reads.search_nodes(elephant, tenant, "hub node", max_relations=3).entities[0]
+    assert hub.name == "Hub node"
+    assert len(hub.relations) == 3
+    assert (hub.relations_total, hub.relations_truncated) == (12, True)
+    none = reads.search_nodes(elephant, tenant, "hub node", max_relations=0).entities[0]
+    assert none.relations == [] and none.relations_total == 12
 
-    assert reads.search_nodes(elephant, tenant, "widget", domain="music")["total_matched"] == 0
-    assert reads.search_nodes(elephant, tenant, "widget", entity_type="file")["total_matched"] == 30
-    assert reads.search_nodes(elephant, tenant, "widget", entity_type="task")["total_matched"] == 0
+    assert reads.search_nodes(elephant, tenant, "widget", domain="music").total_matched == 0
+    assert reads.search_nodes(elephant, tenant, "widget", entity_type="file").total_matched == 30
+    assert reads.search_nodes(elephant, tenant, "widget", entity_type="task").total_matched == 0
     bad: dict[str, Any]
     for bad in ({"limit": 0}, {"limit": 201}, {"max_relations": -1}):
         with pytest.raises(InvalidInput, match=next(iter(bad))):
@@ -645,7 +648,7 @@ def test_search_nodes_is_bounded_and_says_so(elephant: Elephant) -> None:
     with pytest.raises(InvalidInput, match="query"):
         reads.search_nodes(elephant, tenant, "   ")
     empty = reads.search_nodes(elephant, "search-nobody", "widget")
-    assert (empty["entities"], empty["total_matched"], empty["truncated"]) == ([], 0, False)
+    assert (empty.entities, empty.total_matched, empty.truncated) == ([], 0, False)
 
 
 def test_search_nodes_finds_entities_by_their_observations(elephant: Elephant) -> None:
@@ -661,7 +664,7 @@ def test_search_nodes_finds_entities_by_their_observations(elephant: Elephant) -
         ),
     )
     found = reads.search_nodes(elephant, tenant, "flight to Tokyo", limit=1)
-    assert [e["name"] for e in found["entities"]] == ["Frank"]
+    assert [e.name for e in found.entities] == ["Frank"]
 
 
 def test_read_graph_pages(elephant: Elephant) -> None:
@@ -678,32 +681,32 @@ def test_read_graph_pages(elephant: Elephant) -> None:
     seen, offsets, offset = [], [], 0
     while offset is not None:
         page = reads.read_graph(elephant, tenant, offset=offset, limit=3)
-        assert page["total"] == 7 and page["limit"] == 3 and page["offset"] == offset
-        assert len(page["entities"]) <= 3
-        seen += [e["name"] for e in page["entities"]]
-        offsets.append(page["next_offset"])
-        offset = page["next_offset"]
+        assert page.total == 7 and page.limit == 3 and page.offset == offset
+        assert len(page.entities) <= 3
+        seen += [e.name for e in page.entities]
+        offsets.append(page.next_offset)
+        offset = page.next_offset
     assert offsets == [3, 6, None]
     assert seen == sorted(names)
-    summary = reads.read_graph(elephant, tenant, limit=1, offset=5)["entities"][0]
-    assert summary == {
-        "name": "Page item f",
-        "entity_type": "thing",
-        "domain": "general",
-        "epistemic": "unknown",
-        "observations": 1,
-        "relations": 1,
-    }
-    full = reads.read_graph(elephant, tenant, limit=1, offset=5, summary=False)["entities"][0]
-    assert [o["content"] for o in full["observations"]] == ["about Page item f"]
-    assert full["relations"][0]["relation_type"] == "knows"
-    assert full["relations_total"] == 1 and full["valid_from"] is not None
+    summary = reads.read_graph(elephant, tenant, limit=1, offset=5).entities[0]
+    assert summary == EntitySummary(
+        name="Page item f",
+        entity_type="thing",
+        domain="general",
+        epistemic="unknown",
+        observations=1,
+        relations=1,
+    )
+    full = reads.read_graph(elephant, tenant, limit=1, offset=5, summary=False).entities[0]
+    assert [o.content for o in full.observations] == ["about Page item f"]
+    assert full.relations[0].relation_type == "knows"
+    assert full.relations_total == 1 and full.valid_from is not None
     past_end = reads.read_graph(elephant, tenant, offset=50, limit=3)
-    assert (past_end["entities"], past_end["next_offset"], past_end["total"]) == ([], None, 7)
+    assert (past_end.entities, past_end.next_offset, past_end.total) == ([], None, 7)
     for bad in ({"offset": -1}, {"limit": 0}, {"limit": 201}):
         with pytest.raises(InvalidInput, match=next(iter(bad))):
             reads.read_graph(elephant, tenant, **bad)
-    assert reads.read_graph(elephant, "paging-nobody")["total"] == 0
+    assert reads.read_graph(elephant, "paging-nobody").total == 0
 
 
 def test_neighbourhood_hops(elephant: Elephant) -> None:
@@ -721,13 +724,13 @@ def test_neighbourhood_hops(elephant: Elephant) -> None:
     )
     one = reads.neighbourhood(elephant, tenant, "chain alpha", hops=1)
     two = reads.neighbourhood(elephant, tenant, "chain alpha", hops=2)
-    assert {n["name"] for n in one["nodes"]} == {"Chain alpha", "Chain beta"}
-    assert [(e["source"], e["target"]) for e in one["edges"]] == [("Chain alpha", "Chain beta")]
-    assert {n["name"] for n in two["nodes"]} == {"Chain alpha", "Chain beta", "Chain gamma"}
-    assert len(two["edges"]) == 2
+    assert {n.name for n in one.nodes} == {"Chain alpha", "Chain beta"}
+    assert [(e.source, e.target) for e in one.edges] == [("Chain alpha", "Chain beta")]
+    assert {n.name for n in two.nodes} == {"Chain alpha", "Chain beta", "Chain gamma"}
+    assert len(two.edges) == 2
     capped = reads.neighbourhood(elephant, tenant, "chain alpha", hops=3, limit=2)
-    assert len(capped["nodes"]) == 2 and capped["truncated"] is True
-    assert len(reads.neighbourhood(elephant, tenant, None, limit=10)["nodes"]) == 3
+    assert len(capped.nodes) == 2 and capped.truncated is True
+    assert len(reads.neighbourhood(elephant, tenant, None, limit=10).nodes) == 3
     for hops in (0, 4):
         with pytest.raises(InvalidInput, match="hops must be between 1 and 3"):
             reads.neighbourhood(elephant, tenant, "chain alpha", hops=hops)
@@ -768,22 +771,22 @@ def test_hostile_names_and_observations_are_stored_literally(elephant: Elephant)
         ),
     )
     opened = reads.open_nodes(elephant, tenant, HOSTILE)
-    assert opened["missing"] == []
-    assert [node["name"] for node in opened["entities"]] == HOSTILE
-    for text, node in zip(HOSTILE, opened["entities"], strict=True):
-        assert [o["content"] for o in node["observations"]] == [text, f"said: {text}"]
-    first = opened["entities"][0]["relations"]
-    assert [(r["source"], r["target"]) for r in first] == [(HOSTILE[0], HOSTILE[1])]
+    assert opened.missing == []
+    assert [node.name for node in opened.entities] == HOSTILE
+    for text, node in zip(HOSTILE, opened.entities, strict=True):
+        assert [o.content for o in node.observations] == [text, f"said: {text}"]
+    first = opened.entities[0].relations
+    assert [(r.source, r.target) for r in first] == [(HOSTILE[0], HOSTILE[1])]
     for text in HOSTILE:
-        assert reads.search_nodes(elephant, tenant, text)["entities"][0]["name"] == text
+        assert reads.search_nodes(elephant, tenant, text).entities[0].name == text
 
     # Harmless: the tables are there, the other entities intact, nothing leaked elsewhere.
-    seeded = reads.open_nodes(elephant, tenant, ["Postgres", "AGE"])["entities"]
-    assert [o["content"] for n in seeded for o in n["observations"]] == [
+    seeded = reads.open_nodes(elephant, tenant, ["Postgres", "AGE"]).entities
+    assert [o.content for n in seeded for o in n.observations] == [
         "A database",
         "A graph extension",
     ]
-    assert seeded[1]["relations"][0]["target"] == "Postgres"
+    assert seeded[1].relations[0].target == "Postgres"
     counts = _counts(elephant, tenant)
     assert (counts["entities"], counts["relations"]) == (len(HOSTILE) + 2, len(HOSTILE))
     with elephant.db.tenant(tenant) as conn:
@@ -811,14 +814,14 @@ def test_tenants_do_not_see_each_others_graph(elephant: Elephant) -> None:
             relations=[RelationIn(source="Alice", relation_type="uses", target="Secret project")],
         ),
     )
-    assert reads.search_nodes(elephant, b, "secret project")["total_matched"] == 0  # no graph yet
+    assert reads.search_nodes(elephant, b, "secret project").total_matched == 0  # no graph yet
     ops.record(elephant, b, RecordIn(entities=[EntityIn(name="Bob", observations=["Public"])]))
 
-    assert reads.open_nodes(elephant, b, ["Secret project", "Alice"])["entities"] == []
-    assert reads.search_nodes(elephant, b, "secret project")["total_matched"] == 0
-    assert reads.search_nodes(elephant, b, "code red")["entities"] == []
-    assert [e["name"] for e in reads.read_graph(elephant, b)["entities"]] == ["Bob"]
-    assert reads.neighbourhood(elephant, b, "alice", hops=3)["nodes"] == []
+    assert reads.open_nodes(elephant, b, ["Secret project", "Alice"]).entities == []
+    assert reads.search_nodes(elephant, b, "secret project").total_matched == 0
+    assert reads.search_nodes(elephant, b, "code red").entities == []
+    assert [e.name for e in reads.read_graph(elephant, b).entities] == ["Bob"]
+    assert reads.neighbourhood(elephant, b, "alice", hops=3).nodes == []
     # Writes in B cannot reach A's entities either.
     with pytest.raises(InvalidInput, match="unknown entities: alice"):
         ops.create_relations(
@@ -828,8 +831,8 @@ def test_tenants_do_not_see_each_others_graph(elephant: Elephant) -> None:
         ops.invalidate_observations(
             elephant, b, [ObservationRefs(entity="Secret project", observations=["Code red"])]
         )
-    assert ops.delete_entities(elephant, b, ["Alice"])["entities_deleted"] == 0
-    assert reads.open_nodes(elephant, a, ["Alice"])["entities"][0]["relations_total"] == 1
+    assert ops.delete_entities(elephant, b, ["Alice"]).entities_deleted == 0
+    assert reads.open_nodes(elephant, a, ["Alice"]).entities[0].relations_total == 1
 
     def view(conn: Any, name: str) -> set[tuple[Any, ...]]:
         return {tuple(row) for row in conn.execute(f"SELECT tenant_id, name FROM {name}")}

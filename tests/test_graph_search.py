@@ -38,18 +38,18 @@ def test_ingest_upserts_speakers_and_names_and_links_facts(elephant: Elephant) -
     )
     assert result.facts is not None and result.facts > 0
     opened = reads.open_nodes(elephant, tenant, ["Caroline", "Melanie"])
-    assert opened["missing"] == []
-    caroline, melanie = opened["entities"]
-    assert caroline["entity_type"] == "person" and melanie["entity_type"] == "person"
-    assert caroline["source"] == "ingest"
-    assert any("Pride parade" in o["content"] for o in caroline["observations"])
-    assert any("sunrise" in o["content"] for o in melanie["observations"])
-    mentioned = {r["target"] for r in caroline["relations"] if r["relation_type"] == "mentions"}
-    assert mentioned & {"Pride", "Boston", "Pride parade"}, caroline["relations"]
+    assert opened.missing == []
+    caroline, melanie = opened.entities
+    assert caroline.entity_type == "person" and melanie.entity_type == "person"
+    assert caroline.source == "ingest"
+    assert any("Pride parade" in o.content for o in caroline.observations)
+    assert any("sunrise" in o.content for o in melanie.observations)
+    mentioned = {r.target for r in caroline.relations if r.relation_type == "mentions"}
+    assert mentioned & {"Pride", "Boston", "Pride parade"}, caroline.relations
     # A later explicit record keeps the entity and upgrades what it knows.
     ops.record(elephant, tenant, RecordIn(entities=[EntityIn(name="caroline", domain="personal")]))
-    again = reads.open_nodes(elephant, tenant, ["Caroline"])["entities"][0]
-    assert again["source"] == "record" and again["entity_type"] == "person"
+    again = reads.open_nodes(elephant, tenant, ["Caroline"]).entities[0]
+    assert again.source == "record" and again.entity_type == "person"
 
 
 def test_a_graph_failure_never_loses_the_facts(elephant: Elephant) -> None:
@@ -121,12 +121,12 @@ def test_graph_lane_reaches_a_neighbours_facts(elephant: Elephant) -> None:
     result = search(elephant, tenant, SearchRequest(query=question, limit=10, explain=True))
     assert result.explain is not None
     assert (
-        result.explain["graph"]["named"] == ["project atlas"]
-        or "project atlas" in result.explain["graph"]["named"]
+        result.explain.graph.named == ["project atlas"]
+        or "project atlas" in result.explain.graph.named
     )
-    assert "valkey" in result.explain["graph"]["neighbours"]
+    assert "valkey" in result.explain.graph.neighbours
     lane_hit = [h for h in result.hits if "Evicts idle sessions" in h.text]
-    assert lane_hit and lane_hit[0].ranks["graph"] is not None
+    assert lane_hit and lane_hit[0].ranks.graph is not None
     with_lane = _position(elephant, tenant, question, "Evicts idle sessions", 15)
     without = _position(elephant, tenant, question, "Evicts idle sessions", 0)
     assert with_lane < without
@@ -135,8 +135,8 @@ def test_graph_lane_reaches_a_neighbours_facts(elephant: Elephant) -> None:
 def test_graph_lane_is_absent_without_named_entities(elephant: Elephant) -> None:
     result = search(elephant, "lane", SearchRequest(query="rainy weather", explain=True))
     assert result.explain is not None
-    assert result.explain["lanes"]["graph"] == 0
-    assert all(hit.ranks["graph"] is None for hit in result.hits)
+    assert result.explain.lanes["graph"] == 0
+    assert all(hit.ranks.graph is None for hit in result.hits)
 
 
 def test_fact_entities_follow_row_level_security(elephant: Elephant) -> None:
@@ -166,7 +166,7 @@ def test_without_age_graph_calls_answer_503_and_search_has_no_graph_lane(
         with pytest.raises(CapabilityMissing):
             ops.record(elephant, "lane", RecordIn(entities=[EntityIn(name="X")]))
         result = search(elephant, "lane", SearchRequest(query="Project Atlas", explain=True))
-        assert result.explain is not None and result.explain["lanes"]["graph"] == 0
+        assert result.explain is not None and result.explain.lanes["graph"] == 0
         assert result.hits  # the other lanes still answer
     finally:
         elephant.db.capabilities = detected
@@ -185,7 +185,7 @@ def test_empty_batches_are_a_clear_invalid_input(elephant: Elephant) -> None:
 
 
 def test_stats_count_the_graph(elephant: Elephant) -> None:
-    from app.services.stats import stats
+    from app.services.stats import RelationCounts, StatsGraph, stats
 
     tenant = "graph-stats"
     ops.record(
@@ -204,16 +204,13 @@ def test_stats_count_the_graph(elephant: Elephant) -> None:
         tenant,
         ReviseIn(entity="Old API", superseded_by="New API", observations=[]),
     )
-    graph = stats(elephant, tenant)["graph"]
-    assert graph["available"] is True and graph["entities"] == 2
-    assert graph["relations"] == {"supersedes": {"current": 1, "closed": 0}}
-    assert graph["observations"] == 0  # the old API's observation was superseded
-    assert stats(elephant, "no-graph-here")["graph"] == {
-        "available": True,
-        "entities": 0,
-        "relations": {},
-        "observations": 0,
-    }
+    graph = stats(elephant, tenant).graph
+    assert graph.available is True and graph.entities == 2
+    assert graph.relations == {"supersedes": RelationCounts(current=1, closed=0)}
+    assert graph.observations == 0  # the old API's observation was superseded
+    assert stats(elephant, "no-graph-here").graph == StatsGraph(
+        available=True, entities=0, relations={}, observations=0
+    )
 
 
 def test_open_nodes_as_of_shows_the_graph_as_it_was(elephant: Elephant) -> None:
@@ -261,17 +258,15 @@ def test_open_nodes_as_of_shows_the_graph_as_it_was(elephant: Elephant) -> None:
             superseding_entity=EntityIn(name="Billing v2", observations=["Runs on events"]),
         ),
     )
-    assert revised["relations_closed"] == 1  # uses -> Cron; the supersedes edge stays
+    assert revised.relations_closed == 1  # uses -> Cron; the supersedes edge stays
 
-    now = reads.open_nodes(elephant, tenant, ["Billing", "Billing v2"])["entities"]
-    assert now[0]["observations"] == [] and now[0]["valid_to"] is not None
-    assert [(r["source"], r["relation_type"]) for r in now[0]["relations"]] == [
-        ("Billing v2", "supersedes")
-    ]
+    now = reads.open_nodes(elephant, tenant, ["Billing", "Billing v2"]).entities
+    assert now[0].observations == [] and now[0].valid_to is not None
+    assert [(r.source, r.relation_type) for r in now[0].relations] == [("Billing v2", "supersedes")]
     then = reads.open_nodes(elephant, tenant, ["Billing", "Billing v2"], as_of=before)
-    assert then["missing"] == ["Billing v2"]  # did not exist yet
-    billing = then["entities"][0]
-    assert [o["content"] for o in billing["observations"]] == ["Runs nightly at 02:00"]
-    assert billing["observations"][0]["status_now"] == "superseded"
-    assert sorted(r["relation_type"] for r in billing["relations"]) == ["depends_on", "uses"]
-    assert all(r["valid_to"] is not None for r in billing["relations"])
+    assert then.missing == ["Billing v2"]  # did not exist yet
+    billing = then.entities[0]
+    assert [o.content for o in billing.observations] == ["Runs nightly at 02:00"]
+    assert billing.observations[0].status_now == "superseded"
+    assert sorted(r.relation_type for r in billing.relations) == ["depends_on", "uses"]
+    assert all(r.valid_to is not None for r in billing.relations)

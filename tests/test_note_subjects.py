@@ -20,9 +20,9 @@ from app.mcp.server import build_server
 from app.prompts import extract_facts
 from app.services.commit import NoteIn, commit_note
 from app.services.facts.model import TurnInput
+from app.services.jobs import drain
 from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
-from app.services.worker import drain
 from tests.conftest import api_client
 from tests.fakes import ScriptedLLM
 

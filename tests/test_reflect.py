@@ -10,7 +10,7 @@ from litestar.testing import TestClient
 from app.config import Settings
 from app.providers.llm import LLMError
 from app.services.commit import NoteIn, commit_note
-from app.services.reflect import ReflectIn, classify, context_block, reflect
+from app.services.reflect import ReflectIn, ReflectSource, classify, context_block, reflect
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM
@@ -53,11 +53,11 @@ def test_rule_based_routing(question: str, route: str) -> None:
 
 def test_without_an_llm_reflect_returns_sources_and_says_why(seeded: Elephant) -> None:
     result = reflect(seeded, T, ReflectIn(q="What is Dana's favourite book?"))
-    assert result["answer"] is None and result["reflect_model"] is None
-    assert "no LLM configured" in result["note"]
-    assert result["route"] == "factual"
-    assert result["sources"][0]["n"] == 1 and "Piranesi" in result["sources"][0]["text"]
-    assert result["search_elapsed_ms"] > 0
+    assert result.answer is None and result.reflect_model is None
+    assert isinstance(result.note, str) and "no LLM configured" in result.note
+    assert result.route == "factual"
+    assert result.sources[0].n == 1 and "Piranesi" in result.sources[0].text
+    assert result.search_elapsed_ms > 0
 
 
 def test_llm_answer_cites_numbered_sources(seeded: Elephant) -> None:
@@ -69,13 +69,13 @@ def test_llm_answer_cites_numbered_sources(seeded: Elephant) -> None:
         }
     )
     result = reflect(with_llm(seeded, llm), T, ReflectIn(q="When did Dana adopt Comet?", limit=3))
-    assert result["route"] == "temporal"
-    assert result["answer"].startswith("Comet was adopted")
-    assert result["citations"] == [1]  # 99 names no source and is dropped
-    cited = result["sources"][0]
-    assert "greyhound" in cited["text"] and cited["date"] == "2024-03-03"
-    assert result["reflect_model"] == "scripted:fake-1"
-    assert result["usage"]["tokens_in"] > 0
+    assert result.route == "temporal"
+    assert result.answer is not None and result.answer.startswith("Comet was adopted")
+    assert result.citations == [1]  # 99 names no source and is dropped
+    cited = result.sources[0]
+    assert "greyhound" in cited.text and cited.date == "2024-03-03"
+    assert result.reflect_model == "scripted:fake-1"
+    assert result.usage is not None and result.usage.tokens_in > 0
     schema, system, prompt = llm.calls[-1]
     assert schema == "Answer" and "absolute dates" in system
     assert "[1] (2024-03-03, api) Dana adopted a greyhound" in prompt
@@ -85,14 +85,18 @@ def test_llm_answer_cites_numbered_sources(seeded: Elephant) -> None:
 def test_llm_down_still_returns_sources(seeded: Elephant) -> None:
     llm = ScriptedLLM({"Answer": [LLMError("529 overloaded")]})
     result = reflect(with_llm(seeded, llm), T, ReflectIn(q="Why did Dana move to Bristol?"))
-    assert result["route"] == "inference"
-    assert result["answer"] is None and result["sources"]
-    assert "LLM unavailable" in result["note"] and "529" in result["note"]
+    assert result.route == "inference"
+    assert result.answer is None and result.sources
+    assert isinstance(result.note, str)
+    assert "LLM unavailable" in result.note and "529" in result.note
 
 
 def test_context_block_keeps_whole_sources_within_budget() -> None:
     sources = [
-        {"n": i, "date": "2024-01-01", "source": "api", "text": "x" * 100} for i in range(1, 6)
+        ReflectSource(
+            n=i, id=str(i), kind="note", date="2024-01-01", source="api", text="x" * 100, score=1.0
+        )
+        for i in range(1, 6)
     ]
     block, shown = context_block(sources, max_chars=300)
     assert shown == 2 and block.count("\n") == 1

@@ -19,9 +19,9 @@ from app.config import Settings
 from app.providers.reranker import HTTPReranker
 from app.services.commit import NoteIn, commit_note
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, rerank_document, search
-from reranker_server.testing import build_tiny_cross_encoder
+from app.services.search import RerankReport, SearchRequest, rerank_document, search
 from tests.conftest import free_port
+from tests.reranker_helpers import build_tiny_cross_encoder
 
 T = "reranked"
 NOTES = [
@@ -77,13 +77,13 @@ def test_search_applies_the_reranker_order(seeded: Elephant, reranker_url: str) 
     reranking = elephant_with(seeded, url=reranker_url, pool=70)
     result = search(reranking, T, SearchRequest(query="Ola bees honey", limit=3, explain=True))
     assert result.explain is not None
-    report = result.explain["reranker"]
-    assert report["used"] is True and report["pool"] >= 3
+    report = result.explain.reranker
+    assert report.used is True and isinstance(report.pool, int) and report.pool >= 3
     scores = [hit.rerank_score for hit in result.hits]
     assert len(result.hits) == 3 and all(score is not None for score in scores)
     assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
     # the order is exactly the service's order over the pool it was sent
-    pool = search(seeded, T, SearchRequest(query="Ola bees honey", limit=report["pool"]))
+    pool = search(seeded, T, SearchRequest(query="Ola bees honey", limit=report.pool))
     reply = httpx.post(
         f"{reranker_url}/rerank",
         json={"query": "Ola bees honey", "documents": [rerank_document(h) for h in pool.hits]},
@@ -100,10 +100,11 @@ def test_reranker_down_falls_back_to_the_fused_order(seeded: Elephant) -> None:
         result = search(down, T, SearchRequest(query="Ola bees honey", limit=4, explain=True))
         assert [hit.id for hit in result.hits] == [hit.id for hit in fused.hits]
         assert result.explain is not None
-        report = result.explain["reranker"]
-        assert report["used"] is False and report["fallback"] == "fused order"
+        report = result.explain.reranker
+        assert report.used is False and report.fallback == "fused order"
         if attempt == 2:
-            assert "circuit open" in report["reason"]  # no more waiting on a dead service
+            # no more waiting on a dead service
+            assert isinstance(report.reason, str) and "circuit open" in report.reason
     assert isinstance(down.reranker, HTTPReranker) and down.reranker.circuit_open
     down.close_providers()
 
@@ -114,15 +115,16 @@ def test_slow_reranker_times_out_and_search_still_answers(
     slow = elephant_with(seeded, url=reranker_url, timeout_s=0.0005)
     result = search(slow, T, SearchRequest(query="Ola bees honey", limit=2, explain=True))
     assert len(result.hits) == 2
-    assert result.explain is not None and result.explain["reranker"]["used"] is False
-    assert "timed out" in result.explain["reranker"]["reason"].lower() or (
-        "timeout" in result.explain["reranker"]["reason"].lower()
-    )
+    assert result.explain is not None and result.explain.reranker.used is False
+    reason = result.explain.reranker.reason
+    assert isinstance(reason, str)
+    assert "timed out" in reason.lower() or "timeout" in reason.lower()
     slow.close_providers()
 
 
 def test_per_request_switch(seeded: Elephant, reranker_url: str) -> None:
     reranking = elephant_with(seeded, url=reranker_url)
     off = search(reranking, T, SearchRequest(query="bees", rerank=False, explain=True))
-    assert off.explain is not None and off.explain["reranker"] == {"used": False, "reason": "off"}
+    assert off.explain is not None
+    assert off.explain.reranker == RerankReport(used=False, reason="off")
     reranking.close_providers()

@@ -20,7 +20,7 @@ from transformers import AutoModelForCausalLM, AutoModelForSequenceClassificatio
 
 from reranker_server.app import Limits, create_app
 from reranker_server.scoring import Reranker, plan_batches
-from reranker_server.testing import build_tiny_causal, build_tiny_cross_encoder
+from tests.reranker_helpers import build_tiny_causal, build_tiny_cross_encoder
 
 QUERY = "where is the capital of france"
 DOCS = [

@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import msgspec
 import pytest
 from litestar.testing import TestClient
 
 from app.config import Settings
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, prepare, search, statement, statement_params
+from app.services.search import (
+    LaneRanks,
+    SearchRequest,
+    prepare,
+    search,
+    statement,
+    statement_params,
+)
 from tests.conftest import api_client
 
 Client = TestClient  # type: ignore[type-arg]
@@ -85,7 +93,7 @@ def test_empty_tenant_gives_empty_results(seeded: Elephant) -> None:
 def test_finds_the_right_memory_first_and_reports_lane_ranks(seeded: Elephant) -> None:
     hits = run(seeded, "What is Biscuit allergic to?")
     assert "allergic to chicken" in hits[0].text
-    assert hits[0].ranks["windows"] == 1 or hits[0].ranks["facts"] == 1
+    assert hits[0].ranks.windows == 1 or hits[0].ranks.facts == 1
     assert all(hit.text != "Priya's cat Biscuit is secretly a dog" for hit in hits)  # other tenant
 
 
@@ -137,9 +145,9 @@ def test_as_of_hides_a_superseded_fact_and_include_expired_shows_it(seeded: Elep
 def test_keyword_lane_with_bm25_and_with_tsvector(seeded: Elephant, settings: Settings) -> None:
     lanes = {"windows": 0, "facts": 0, "keyword": 10}
     bm25 = search(seeded, T, SearchRequest(query="zymurgy", lanes=lanes, explain=True))
-    assert bm25.explain is not None and bm25.explain["keyword_engine"] == "bm25"
+    assert bm25.explain is not None and bm25.explain.keyword_engine == "bm25"
     assert bm25.hits and "zymurgy" in bm25.hits[0].text
-    assert bm25.hits[0].ranks == {"windows": None, "facts": None, "keyword": 1, "graph": None}
+    assert bm25.hits[0].ranks == LaneRanks(windows=None, facts=None, keyword=1, graph=None)
     fallback_settings = settings.model_copy(
         update={"search": settings.search.model_copy(update={"keyword_engine": "tsvector"})}
     )
@@ -147,7 +155,7 @@ def test_keyword_lane_with_bm25_and_with_tsvector(seeded: Elephant, settings: Se
         settings=fallback_settings, db=seeded.db, embedder=seeded.embedder, llm=None
     )
     tsv = search(fallback, T, SearchRequest(query="What about zymurgy?", lanes=lanes, explain=True))
-    assert tsv.explain is not None and tsv.explain["keyword_engine"] == "tsvector"
+    assert tsv.explain is not None and tsv.explain.keyword_engine == "tsvector"
     assert tsv.hits and "zymurgy" in tsv.hits[0].text
 
 
@@ -156,7 +164,7 @@ def test_expansion_adds_name_variants(seeded: Elephant) -> None:
         seeded, T, SearchRequest(query="What did Melanie paint?", expand=True, explain=True)
     )
     assert result.variants[:3] == ["What did Melanie paint?", "Melanie", "What did paint?"]
-    assert result.explain is not None and result.explain["variants"] == result.variants
+    assert result.explain is not None and result.explain.variants == result.variants
     assert any(len(hit.variants) > 1 for hit in result.hits)  # found through several variants
     assert any("sunrise" in hit.text for hit in result.hits[:3])
     plain = search(seeded, T, SearchRequest(query="What did Melanie paint?", explain=True))
@@ -166,9 +174,9 @@ def test_expansion_adds_name_variants(seeded: Elephant) -> None:
 def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
     result = search(seeded, T, SearchRequest(query="Biscuit", explain=True, recency_weight=0.5))
     assert result.explain is not None
-    timings = result.explain["timings_ms"]
-    assert timings["total"] >= timings["sql"] > 0 and timings["embedding"] > 0
-    assert result.explain["lanes"] == {
+    timings = result.explain.timings_ms
+    assert timings.total >= timings.sql > 0 and timings.embedding > 0
+    assert result.explain.lanes == {
         "windows": 45,
         "facts": 15,
         "keyword_memories": 10,
@@ -177,14 +185,14 @@ def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
         # co-occurrence `mentions` ingest adds, which the graph lane does not follow.
         "graph": 0,
     }
-    assert "biscuit" in result.explain["graph"]["named"]
-    assert result.explain["graph"]["neighbours"] == []
-    assert result.explain["recency_prior"]["on"] is True
+    assert "biscuit" in result.explain.graph.named
+    assert result.explain.graph.neighbours == []
+    assert result.explain.recency_prior.on is True
     assert all(hit.prior > 0 for hit in result.hits)
-    body = result.to_dict()
+    body = msgspec.to_builtins(result.response())
     assert {"rrf", "prior", "variants", "ranks"} <= set(body["results"][0])
     off = search(seeded, T, SearchRequest(query="Biscuit", explain=True))
-    assert off.explain is not None and off.explain["recency_prior"]["on"] is False
+    assert off.explain is not None and off.explain.recency_prior.on is False
     assert all(hit.prior == 0 for hit in off.hits)
 
 

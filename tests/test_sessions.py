@@ -205,9 +205,9 @@ def test_llm_handoff_is_stored_with_usage(elephant: Elephant) -> None:
         SessionCloseIn(project="elephant", transcript=TRANSCRIPT),
         wait=False,
     )
-    handoff = result["handoff"]
-    assert handoff["generator"] == "scripted:fake-1"
-    assert handoff["decisions"] == ["Postgres 18 + pgvector for the store"]  # blank dropped
+    handoff = result.handoff
+    assert handoff.generator == "scripted:fake-1"
+    assert handoff.decisions == ["Postgres 18 + pgvector for the store"]  # blank dropped
     assert get_handoff(elephant, "sessions-llm", "elephant") == handoff
     prompt = next(call[2] for call in llm.calls if call[0] == "Handoff")
     assert prompt.count("<transcript>") == 1 and '"We decided to use Postgres 18' in prompt
@@ -226,10 +226,10 @@ def test_llm_failure_falls_back_to_the_offline_handoff(elephant: Elephant) -> No
         SessionCloseIn(project="elephant", transcript=TRANSCRIPT),
         wait=False,
     )
-    handoff = result["handoff"]
-    assert handoff["generator"].startswith("offline (fallback: HTTP 529 overloaded")
-    assert handoff["decisions"][0].startswith("We decided to use Postgres 18")
-    assert "LLM unavailable" in result["note"]
+    handoff = result.handoff
+    assert handoff.generator.startswith("offline (fallback: HTTP 529 overloaded")
+    assert handoff.decisions[0].startswith("We decided to use Postgres 18")
+    assert isinstance(result.note, str) and "LLM unavailable" in result.note
     assert count_rows(elephant.db, "sessions-down", "turns") == 5  # the transcript is kept
     with elephant.db.tenant("sessions-down") as conn:
         usage = conn.execute(

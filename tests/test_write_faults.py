@@ -15,8 +15,9 @@ from app.providers.embedder_ollama import OllamaEmbedder
 from app.providers.llm import LLMError
 from app.services import queue
 from app.services.commit import NoteIn, commit_note
+from app.services.jobs import drain, run_job, run_job_now
 from app.services.runtime import Elephant
-from app.services.worker import Worker, drain
+from app.services.worker import Worker, start_worker
 from tests.conftest import free_port, make_settings
 from tests.fakes import ScriptedLLM
 
@@ -94,9 +95,10 @@ def test_a_job_that_keeps_failing_ends_failed_and_stays_visible(
     result = commit_note(elephant, "doomed", NoteIn(text="Hugo's locker code is 4417 at the gym"))
     drain(elephant)
     overview = queue.overview(db, "doomed", "failed", 10)
-    assert overview["counts"] == {"failed": 1}
-    assert overview["jobs"][0]["id"] == result.job_id
-    assert overview["jobs"][0]["attempts"] == 3 and "bad key" in overview["jobs"][0]["last_error"]
+    assert overview.counts == {"failed": 1}
+    job = overview.jobs[0]
+    assert job.id == result.job_id
+    assert job.attempts == 3 and job.last_error is not None and "bad key" in job.last_error
 
 
 def test_gate_llm_failure_falls_back_to_offline_and_says_so(
@@ -187,14 +189,33 @@ def test_background_worker_drains_the_queue(
     assert state == "done"
 
 
+def test_a_started_worker_stops_when_the_runtime_closes(
+    settings: Settings, db: Database, embedder: Embedder
+) -> None:
+    """start_worker (what serve, mcp and the API's start-up call) hands the thread to the
+    runtime, which stops it before handing unfinished jobs back."""
+    elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+    worker = start_worker(elephant)
+    result = commit_note(
+        elephant, "bg-started", NoteIn(text="Ines repaired the Lisbon tram bell on 2 June 2024")
+    )
+    deadline = time.monotonic() + 30
+    state = None
+    while time.monotonic() < deadline and state != "done":
+        time.sleep(0.05)
+        with db.tenant("bg-started") as conn:
+            state = queue.status(conn, result.job_id)  # type: ignore[arg-type]
+    elephant.close_providers()
+    assert state == "done"
+    assert not worker._thread.is_alive()
+
+
 def test_wait_true_waits_for_a_worker_whose_claim_is_in_flight(
     settings: Settings, db: Database, embedder: Embedder
 ) -> None:
     """The race behind `job_statuses: ["queued"]`: the worker has locked the job but not yet
     committed its claim, so the job still reads queued and cannot be claimed here."""
     import threading
-
-    from app.services.worker import run_job, run_job_now
 
     elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
     stored = commit_note(

@@ -26,11 +26,12 @@ from app.errors import (
     MisdirectedHost,
     NotFound,
     PayloadTooLarge,
+    Problem,
     RateLimited,
     Unauthorized,
     UnsupportedMediaType,
+    describe_problems,
 )
-from app.services.inputs import describe, location
 
 log = logging.getLogger(__name__)
 
@@ -62,34 +63,30 @@ def elephant_error_handler(_: Request[Any, Any, Any], exc: ElephantError) -> Res
     return Response(content=exc.to_dict(), status_code=exc.status_code, headers=headers)
 
 
-def validation_error_handler(_: Request[Any, Any, Any], exc: ValidationException) -> Response[Any]:
-    """Litestar's 400 for a malformed request becomes a 422 naming each field to fix."""
+def validation_error_handler(
+    request: Request[Any, Any, Any], exc: ValidationException
+) -> Response[Any]:
+    """Litestar's 400 for a malformed request becomes a 422 naming each field to fix
+    (``details.fields``: Litestar's own list, each {key?, message, source?})."""
     fields = exc.extra if isinstance(exc.extra, list) else []
-    problems = []
-    for item in fields:
-        if isinstance(item, dict):
-            where = item.get("key") or item.get("source") or "body"
-            problems.append(f"{where}: {item.get('message', 'invalid')}")
-    message = "; ".join(problems).replace("Value error, ", "") or str(exc.detail)
-    return Response(
-        content={"error": "invalid_input", "message": message, "details": {"fields": fields}},
-        status_code=422,
-    )
+    problems = [
+        Problem(
+            str(item.get("key") or item.get("source") or "body"),
+            str(item.get("message", "invalid")).removeprefix("Value error, "),
+        )
+        for item in fields
+        if isinstance(item, dict)
+    ]
+    error = InvalidInput(describe_problems(problems) or str(exc.detail), details={"fields": fields})
+    return elephant_error_handler(request, error)
 
 
 def pydantic_error_handler(
-    _: Request[Any, Any, Any], exc: pydantic.ValidationError
+    request: Request[Any, Any, Any], exc: pydantic.ValidationError
 ) -> Response[Any]:
     """A service request built inside a handler (GET /search from query parameters) that
     fails its model is the caller's mistake too: 422 naming each field."""
-    fields = [
-        {"key": location(error["loc"]), "message": str(error["msg"]).removeprefix("Value error, ")}
-        for error in exc.errors()
-    ]
-    return Response(
-        content={"error": "invalid_input", "message": describe(exc), "details": {"fields": fields}},
-        status_code=422,
-    )
+    return elephant_error_handler(request, InvalidInput.from_validation(exc))
 
 
 def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:

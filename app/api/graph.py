@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
@@ -14,15 +14,27 @@ from app.services.graph import reads
 from app.services.graph.models import (
     AddObservationsIn,
     DecisionIn,
+    DecisionResult,
+    EntitiesDeleted,
     EntitiesIn,
+    GraphPage,
     InvalidateIn,
     NamesIn,
+    Neighbourhood,
+    NodeSearchResult,
     ObservationRefsIn,
+    ObservationsDeleted,
+    ObservationsInvalidated,
+    OpenedNodes,
     OpenIn,
     RecordIn,
+    RecordResult,
     RelationRefsIn,
+    RelationsDeleted,
     RelationsIn,
+    RelationsInvalidated,
     ReviseIn,
+    RevisionResult,
 )
 from app.services.runtime import Elephant
 
@@ -46,7 +58,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[RecordIn],
-    ) -> dict[str, Any]:
+    ) -> RecordResult:
         return ops.record(elephant, tenant, data)
 
     @post(
@@ -60,7 +72,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[DecisionIn],
-    ) -> dict[str, Any]:
+    ) -> DecisionResult:
         return ops.record_decision(elephant, tenant, data)
 
     @post(
@@ -75,7 +87,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ReviseIn],
-    ) -> dict[str, Any]:
+    ) -> RevisionResult:
         return ops.revise(elephant, tenant, data)
 
     @post(
@@ -89,7 +101,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[EntitiesIn],
-    ) -> dict[str, Any]:
+    ) -> RecordResult:
         return ops.create_entities(elephant, tenant, data.entities)
 
     @post("/relations", sync_to_thread=True, opt=WRITE, summary="Relate existing entities")
@@ -98,7 +110,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[RelationsIn],
-    ) -> dict[str, Any]:
+    ) -> RecordResult:
         return ops.create_relations(elephant, tenant, data.relations)
 
     @post(
@@ -112,7 +124,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[AddObservationsIn],
-    ) -> dict[str, Any]:
+    ) -> RecordResult:
         return ops.add_observations(elephant, tenant, data.observations)
 
     @post(
@@ -127,7 +139,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[InvalidateIn],
-    ) -> dict[str, Any]:
+    ) -> ObservationsInvalidated:
         return ops.invalidate_observations(elephant, tenant, data.observations, data.reason)
 
     # ------------------------------------------------------------ deletions
@@ -144,7 +156,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[NamesIn],
-    ) -> dict[str, Any]:
+    ) -> EntitiesDeleted:
         return ops.delete_entities(elephant, tenant, data.names)
 
     @post(
@@ -159,7 +171,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[RelationRefsIn],
-    ) -> dict[str, Any]:
+    ) -> RelationsInvalidated:
         return ops.invalidate_relations(elephant, tenant, data.relations)
 
     @post(
@@ -174,7 +186,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ObservationRefsIn],
-    ) -> dict[str, Any]:
+    ) -> ObservationsDeleted:
         return ops.delete_observations(elephant, tenant, data.observations)
 
     @post(
@@ -189,7 +201,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[RelationRefsIn],
-    ) -> dict[str, Any]:
+    ) -> RelationsDeleted:
         return ops.delete_relations(elephant, tenant, data.relations)
 
     # ------------------------------------------------------------ reads
@@ -206,7 +218,7 @@ class GraphController(Controller):
         max_relations: Annotated[
             int, Parameter(ge=0, le=500, description="Relations listed per entity, 0-500.")
         ] = 10,
-    ) -> dict[str, Any]:
+    ) -> NodeSearchResult:
         return reads.search_nodes(
             elephant,
             tenant,
@@ -229,7 +241,7 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[OpenIn],
-    ) -> dict[str, Any]:
+    ) -> OpenedNodes:
         return reads.open_nodes(elephant, tenant, data.names, as_of=data.as_of)
 
     @get("/entities", sync_to_thread=True, opt=READ, summary="One page of the graph, in name order")
@@ -244,7 +256,7 @@ class GraphController(Controller):
         summary: Annotated[
             bool, Parameter(description="Counts only (true) or observations and relations.")
         ] = True,
-    ) -> dict[str, Any]:
+    ) -> GraphPage:
         return reads.read_graph(elephant, tenant, offset=offset, limit=limit, summary=summary)
 
     @get(
@@ -264,5 +276,5 @@ class GraphController(Controller):
         hops: Annotated[
             int, Parameter(ge=1, le=reads.MAX_HOPS, description="Hops from the seeds, 1-3.")
         ] = 1,
-    ) -> dict[str, Any]:
+    ) -> Neighbourhood:
         return reads.neighbourhood(elephant, tenant, q, limit=limit, hops=hops)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from litestar import Controller, Response, get
 from litestar.di import NamedDependency
+from litestar.openapi import ResponseSpec
 
 from app.api.access import PUBLIC
 from app.db import Database
-from app.services.health import health
+from app.services.health import HealthReport, health
 
 
 class HealthController(Controller):
@@ -17,9 +16,12 @@ class HealthController(Controller):
     tags = ["operations"]
 
     @get(
-        sync_to_thread=True, opt=PUBLIC, summary="Database reachability, versions, schema and model"
+        sync_to_thread=True,
+        opt=PUBLIC,
+        summary="Database reachability, versions, schema and model",
+        responses={503: ResponseSpec(HealthReport, description="The database is unreachable")},
     )
-    def health(self, db: NamedDependency[Database]) -> Response[dict[str, Any]]:
+    def health(self, db: NamedDependency[Database]) -> Response[HealthReport]:
         report = health(db)
-        status = 503 if report["status"] == "unavailable" else 200
+        status = 503 if report.status == "unavailable" else 200
         return Response(report, status_code=status)

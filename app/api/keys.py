@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
@@ -11,7 +11,8 @@ from litestar.params import JSONBody, Parameter, PathParameter
 from app.api.access import ADMIN, Access
 from app.errors import Forbidden
 from app.services import audit, keys
-from app.services.keys import KeyIn
+from app.services.audit import AuditLog
+from app.services.keys import CreatedKey, KeyIn, KeyInfo, KeyList
 from app.services.runtime import Elephant
 
 Limit = Annotated[int, Parameter(ge=1, le=500, description="1-500.")]
@@ -27,12 +28,10 @@ class KeysController(Controller):
         access: NamedDependency[Access],
         elephant: NamedDependency[Elephant],
         data: JSONBody[KeyIn],
-    ) -> dict[str, Any]:
+    ) -> CreatedKey:
         principal = access.principal
         keys.check_grant(principal, data)
-        return keys.create_key(
-            elephant.db, data, created_by=principal.prefix or principal.name
-        ).to_dict()
+        return keys.create_key(elephant.db, data, created_by=principal.prefix or principal.name)
 
     @get("/keys", sync_to_thread=True, opt=ADMIN, summary="API keys of this tenant")
     def list_keys(
@@ -43,10 +42,9 @@ class KeysController(Controller):
         all_tenants: Annotated[
             bool, Parameter(description="Every tenant's keys (all-tenant admin keys only).")
         ] = False,
-    ) -> dict[str, Any]:
+    ) -> KeyList:
         tenant = _scope_of_listing(access, all_tenants)
-        found = keys.list_keys(elephant.db, tenant=tenant, include_revoked=include_revoked)
-        return {"keys": [info.to_dict() for info in found]}
+        return KeyList(keys.list_keys(elephant.db, tenant=tenant, include_revoked=include_revoked))
 
     @post(
         "/keys/{prefix:str}/revoke",
@@ -60,15 +58,14 @@ class KeysController(Controller):
         access: NamedDependency[Access],
         elephant: NamedDependency[Elephant],
         prefix: Annotated[str, PathParameter(description="The key's prefix (or the key).")],
-    ) -> dict[str, Any]:
+    ) -> KeyInfo:
         only = access.principal.tenant  # a tenant's admin revokes only that tenant's keys
-        info = keys.revoke_key(
+        return keys.revoke_key(
             elephant.db,
             prefix,
             tenant=only,
             revoked_by=access.principal.prefix or access.principal.name,
         )
-        return info.to_dict()
 
     @get("/audit", sync_to_thread=True, opt=ADMIN, summary="Audit log, newest first")
     def audit_log(
@@ -80,10 +77,10 @@ class KeysController(Controller):
         all_tenants: Annotated[
             bool, Parameter(description="Every tenant's entries (all-tenant admin keys only).")
         ] = False,
-    ) -> dict[str, Any]:
+    ) -> AuditLog:
         tenant = _scope_of_listing(access, all_tenants)
         found = audit.entries(elephant.db, tenant=tenant, limit=limit, offset=offset)
-        return {"entries": [entry.to_dict() for entry in found], "offset": offset}
+        return AuditLog(found, offset)
 
 
 def _scope_of_listing(access: Access, all_tenants: bool) -> str | None:

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, Response, get, post, put
 from litestar.di import NamedDependency
+from litestar.openapi import ResponseSpec
 from litestar.params import JSONBody, Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.access import ADMIN, READ, WRITE
 from app.services import admission, contradictions, queue
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
-from app.services.feedback import FeedbackIn, give_feedback
+from app.services.admission import GateMetrics
+from app.services.commit import (
+    ConversationIn,
+    ConversationResponse,
+    NoteIn,
+    NoteResponse,
+    commit_conversation,
+    commit_note,
+)
+from app.services.contradictions import ContradictionList
+from app.services.feedback import FeedbackIn, FeedbackResult, give_feedback
+from app.services.gate import GateThreshold
 from app.services.inputs import Real
 from app.services.runtime import Elephant
 
@@ -31,16 +42,24 @@ class ThresholdIn(BaseModel):
 class MemoryController(Controller):
     tags = ["memory"]
 
-    @post("/commit", sync_to_thread=True, opt=WRITE, summary="Store a note (gated, deduplicated)")
+    @post(
+        "/commit",
+        sync_to_thread=True,
+        opt=WRITE,
+        summary="Store a note (gated, deduplicated)",
+        responses={
+            200: ResponseSpec(NoteResponse, description="Not stored: a duplicate, or rejected")
+        },
+    )
     def commit(
         self,
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[NoteIn],
         wait: Wait = False,
-    ) -> Response[dict[str, Any]]:
+    ) -> Response[NoteResponse]:
         result = commit_note(elephant, tenant, data, wait=wait)
-        return Response(result.to_dict(), status_code=201 if result.status == "stored" else 200)
+        return Response(result.response(), status_code=201 if result.status == "stored" else 200)
 
     @post(
         "/commit_conversation",
@@ -54,9 +73,8 @@ class MemoryController(Controller):
         elephant: NamedDependency[Elephant],
         data: JSONBody[ConversationIn],
         wait: Wait = False,
-    ) -> Response[dict[str, Any]]:
-        result = commit_conversation(elephant, tenant, data, wait=wait)
-        return Response(result.to_dict(), status_code=201)
+    ) -> ConversationResponse:
+        return commit_conversation(elephant, tenant, data, wait=wait).response()
 
     @post(
         "/feedback",
@@ -70,7 +88,7 @@ class MemoryController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[FeedbackIn],
-    ) -> dict[str, Any]:
+    ) -> FeedbackResult:
         return give_feedback(elephant, tenant, data)
 
     @get("/amac/metrics", sync_to_thread=True, opt=READ, summary="Admission gate counts and scores")
@@ -79,7 +97,7 @@ class MemoryController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         recent: Annotated[int, Parameter(ge=0, le=200)] = 20,
-    ) -> dict[str, Any]:
+    ) -> GateMetrics:
         return admission.metrics(elephant, tenant, recent)
 
     @put(
@@ -93,9 +111,8 @@ class MemoryController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ThresholdIn],
-    ) -> dict[str, float]:
-        threshold = admission.set_threshold(elephant, tenant, data.threshold)
-        return {"threshold": threshold}
+    ) -> GateThreshold:
+        return admission.set_threshold(elephant, tenant, data.threshold)
 
     @get(
         "/contradictions",
@@ -108,8 +125,8 @@ class MemoryController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         limit: Limit = 50,
-    ) -> dict[str, Any]:
-        return {"contradictions": contradictions.recent(elephant, tenant, limit)}
+    ) -> ContradictionList:
+        return ContradictionList(contradictions.recent(elephant, tenant, limit))
 
     @get(
         "/jobs",
@@ -123,5 +140,5 @@ class MemoryController(Controller):
         elephant: NamedDependency[Elephant],
         status: Annotated[str | None, Parameter(pattern="^(queued|running|done|failed)$")] = None,
         limit: Limit = 50,
-    ) -> dict[str, Any]:
+    ) -> queue.JobsOverview:
         return queue.overview(elephant.db, tenant, status, limit)

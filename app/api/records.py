@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from uuid import UUID
 
 from litestar import Controller, delete, get, post
@@ -12,7 +12,7 @@ from litestar.params import JSONBody, Parameter, PathParameter
 from app.api.access import ADMIN, READ
 from app.services import records
 from app.services.auth import Principal
-from app.services.erasure import EraseIn, erase
+from app.services.erasure import EraseIn, ErasureReport, erase
 from app.services.runtime import Elephant
 
 Limit = Annotated[int, Parameter(ge=1, le=records.MAX_LIMIT, description="1-200 per page.")]
@@ -38,8 +38,8 @@ class RecordsController(Controller):
         elephant: NamedDependency[Elephant],
         tenant: NamedDependency[str],
         data: JSONBody[EraseIn],
-    ) -> dict[str, Any]:
-        return erase(elephant, tenant, data, actor=principal.prefix).to_dict()
+    ) -> ErasureReport:
+        return erase(elephant, tenant, data, actor=principal.prefix)
 
     # ------------------------------------------------------------ memories
 
@@ -55,8 +55,8 @@ class RecordsController(Controller):
         ] = None,
         limit: Limit = 50,
         offset: Offset = 0,
-    ) -> dict[str, Any]:
-        page = records.list_memories(
+    ) -> records.MemoryPage:
+        return records.list_memories(
             elephant,
             tenant,
             kind=kind,
@@ -65,7 +65,6 @@ class RecordsController(Controller):
             limit=limit,
             offset=offset,
         )
-        return page.to_dict()
 
     @get(
         "/memories/{memory_id:uuid}",
@@ -78,8 +77,8 @@ class RecordsController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         memory_id: MemoryId,
-    ) -> dict[str, Any]:
-        return records.get_memory(elephant, tenant, memory_id).to_dict()
+    ) -> records.MemoryRecord:
+        return records.get_memory(elephant, tenant, memory_id)
 
     @delete(
         "/memories/{memory_id:uuid}",
@@ -94,9 +93,8 @@ class RecordsController(Controller):
         elephant: NamedDependency[Elephant],
         tenant: NamedDependency[str],
         memory_id: MemoryId,
-    ) -> dict[str, Any]:
-        report = records.delete_memory(elephant, tenant, memory_id, actor=principal.prefix)
-        return report.to_dict()
+    ) -> ErasureReport:
+        return records.delete_memory(elephant, tenant, memory_id, actor=principal.prefix)
 
     # ------------------------------------------------------------ facts
 
@@ -112,8 +110,8 @@ class RecordsController(Controller):
         memory_id: Annotated[UUID | None, Parameter(description="Facts of this memory.")] = None,
         limit: Limit = 50,
         offset: Offset = 0,
-    ) -> dict[str, Any]:
-        page = records.list_facts(
+    ) -> records.FactPage:
+        return records.list_facts(
             elephant,
             tenant,
             status=status,
@@ -122,13 +120,12 @@ class RecordsController(Controller):
             limit=limit,
             offset=offset,
         )
-        return page.to_dict()
 
     @get("/facts/{fact_id:uuid}", sync_to_thread=True, opt=READ, summary="One fact")
     def get_fact(
         self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant], fact_id: FactId
-    ) -> dict[str, Any]:
-        return records.get_fact(elephant, tenant, fact_id).to_dict()
+    ) -> records.FactRecord:
+        return records.get_fact(elephant, tenant, fact_id)
 
     @delete(
         "/facts/{fact_id:uuid}",
@@ -143,5 +140,5 @@ class RecordsController(Controller):
         elephant: NamedDependency[Elephant],
         tenant: NamedDependency[str],
         fact_id: FactId,
-    ) -> dict[str, Any]:
-        return records.delete_fact(elephant, tenant, fact_id, actor=principal.prefix).to_dict()
+    ) -> ErasureReport:
+        return records.delete_fact(elephant, tenant, fact_id, actor=principal.prefix)

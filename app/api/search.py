@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from app.api.access import READ
-from app.services.proactive import ProactiveIn, proactive
-from app.services.reflect import ReflectIn, reflect
+from app.services.proactive import ProactiveIn, Suggestions, proactive
+from app.services.reflect import ReflectIn, Reflection, reflect
 from app.services.runtime import Elephant
-from app.services.search import SearchFilters, SearchRequest, search
-from app.services.stats import stats
+from app.services.search import SearchFilters, SearchRequest, SearchResponse, search
+from app.services.stats import StatsReport, stats
 
 
 class SearchController(Controller):
@@ -34,7 +34,7 @@ class SearchController(Controller):
         source: Annotated[str | None, Parameter(description="Only this source.")] = None,
         expand: Annotated[bool | None, Parameter(description="Add query variants.")] = None,
         explain: Annotated[bool, Parameter(description="Add timings and lane details.")] = False,
-    ) -> dict[str, Any]:
+    ) -> SearchResponse:
         body = SearchRequest(
             query=q,
             limit=limit,
@@ -42,7 +42,7 @@ class SearchController(Controller):
             explain=explain,
             filters=SearchFilters(source=source),
         )
-        return search(elephant, tenant, body).to_dict()
+        return search(elephant, tenant, body).response()
 
     @post("/search", sync_to_thread=True, opt=READ, status_code=200, summary="Hybrid search")
     def search_post(
@@ -50,8 +50,8 @@ class SearchController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[SearchRequest],
-    ) -> dict[str, Any]:
-        return search(elephant, tenant, data).to_dict()
+    ) -> SearchResponse:
+        return search(elephant, tenant, data).response()
 
     @get(
         "/stats",
@@ -61,7 +61,7 @@ class SearchController(Controller):
     )
     def stats(
         self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant]
-    ) -> dict[str, Any]:
+    ) -> StatsReport:
         return stats(elephant, tenant)
 
     @post(
@@ -76,7 +76,7 @@ class SearchController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ProactiveIn],
-    ) -> dict[str, Any]:
+    ) -> Suggestions:
         return proactive(elephant, tenant, data)
 
     @post(
@@ -91,5 +91,5 @@ class SearchController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[ReflectIn],
-    ) -> dict[str, Any]:
+    ) -> Reflection:
         return reflect(elephant, tenant, data)

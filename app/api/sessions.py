@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
@@ -10,7 +10,13 @@ from litestar.params import JSONBody, Parameter
 
 from app.api.access import READ, WRITE
 from app.services.runtime import Elephant
-from app.services.sessions import SessionCloseIn, close_session, get_handoff
+from app.services.sessions import (
+    Handoff,
+    SessionClosed,
+    SessionCloseIn,
+    close_session,
+    get_handoff,
+)
 
 
 class SessionsController(Controller):
@@ -31,7 +37,7 @@ class SessionsController(Controller):
         wait: Annotated[
             bool, Parameter(description="Run fact extraction now (default) or leave it queued.")
         ] = True,
-    ) -> dict[str, Any]:
+    ) -> SessionClosed:
         return close_session(elephant, tenant, data, wait=wait)
 
     @get("/handoff", sync_to_thread=True, opt=READ, summary="The latest handoff of a project")
@@ -40,5 +46,5 @@ class SessionsController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         project: Annotated[str, Parameter(min_length=1, max_length=200, description="Project.")],
-    ) -> dict[str, Any]:
+    ) -> Handoff:
         return get_handoff(elephant, tenant, project)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from litestar import Controller, get, put
 from litestar.di import NamedDependency
 from litestar.params import JSONBody
@@ -11,17 +9,15 @@ from litestar.params import JSONBody
 from app.api.access import ADMIN, READ
 from app.services import tenants
 from app.services.runtime import Elephant
-from app.services.tenants import OwnerIn
+from app.services.tenants import Owner, OwnerIn
 
 
 class TenantController(Controller):
     tags = ["tenant"]
 
     @get("/tenant/owner", sync_to_thread=True, opt=READ, summary="This tenant's note owner")
-    def get_owner(
-        self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant]
-    ) -> dict[str, Any]:
-        return tenants.get_owner(elephant, tenant).to_dict()
+    def get_owner(self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant]) -> Owner:
+        return tenants.get_owner(elephant, tenant)
 
     @put("/tenant/owner", sync_to_thread=True, opt=ADMIN, summary="Set this tenant's note owner")
     def set_owner(
@@ -29,6 +25,5 @@ class TenantController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         data: JSONBody[OwnerIn],
-    ) -> dict[str, Any]:
-        owner = tenants.set_owner(elephant, tenant, data.owner)
-        return owner.to_dict()
+    ) -> Owner:
+        return tenants.set_owner(elephant, tenant, data.owner)

@@ -22,14 +22,14 @@ from mcp.types import CallToolRequestParams
 from pydantic import ValidationError
 
 from app.errors import ElephantError, InvalidInput
-from app.services.inputs import describe
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def message_for(exc: ElephantError | ValidationError) -> str:
+    """``<code>: <message>``, the text the agent reads."""
     if isinstance(exc, ValidationError):
-        return f"{InvalidInput.code}: {describe(exc)}"
+        exc = InvalidInput.from_validation(exc)
     return f"{exc.code}: {exc.message}"
 
 
@@ -65,5 +65,5 @@ class ArgumentErrors(Middleware):
             return await call_next(context)
         except ArgumentError as exc:
             cause = exc.__cause__
-            detail = describe(cause) if isinstance(cause, ValidationError) else str(exc)
-            raise ToolError(f"{InvalidInput.code}: {detail}", log_level=logging.INFO) from exc
+            refusal = cause if isinstance(cause, ValidationError) else InvalidInput(str(exc))
+            raise ToolError(message_for(refusal), log_level=logging.INFO) from exc

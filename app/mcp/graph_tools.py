@@ -2,7 +2,9 @@
 
 Reads are bounded and say what they left out (total_matched, truncated,
 relations_total); writes are all-or-nothing; the delete tools exist only in the
-full profile (kind "delete"), invalidation being the normal way to correct.
+full profile (kind "delete"), invalidation being the normal way to correct. Each
+tool answers with the JSON form of the service's typed result (the API's JSON; the
+writes leave out empty lists).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from app.services.graph.models import (
     OpenIn,
     Reason,
     RecordIn,
+    RecordResult,
     RelationIn,
     RelationRef,
     ReviseIn,
@@ -53,8 +56,9 @@ ObservationRefList = Annotated[
 ]
 
 
-def _compact(result: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in result.items() if value not in ([], None)}
+def _compact(result: RecordResult) -> dict[str, Any]:
+    """A write's result without its empty lists (the tool answer stays short)."""
+    return {key: value for key, value in result.to_dict().items() if value not in ([], None)}
 
 
 # ------------------------------------------------------------------ read
@@ -79,7 +83,7 @@ def search_nodes(
         entity_type=entity_type,
         limit=limit,
         max_relations=max_relations,
-    )
+    ).to_dict()
 
 
 @GRAPH_TOOLS.tool("read")
@@ -94,7 +98,7 @@ def open_nodes(
     relations; names not in the graph are listed under missing."""
     runtime = current()
     when = OpenIn(names=names, as_of=as_of).as_of
-    return reads.open_nodes(runtime.elephant, runtime.tenant(), names, as_of=when)
+    return reads.open_nodes(runtime.elephant, runtime.tenant(), names, as_of=when).to_dict()
 
 
 @GRAPH_TOOLS.tool("read")
@@ -107,7 +111,7 @@ def read_graph(
     runtime = current()
     return reads.read_graph(
         runtime.elephant, runtime.tenant(), offset=offset, limit=limit, summary=summary
-    )
+    ).to_dict()
 
 
 # ------------------------------------------------------------------ write
@@ -223,7 +227,9 @@ def invalidate_observations(
 ) -> dict[str, Any]:
     """Mark observations no longer true: kept as history, hidden from current answers."""
     runtime = current()
-    return ops.invalidate_observations(runtime.elephant, runtime.tenant(), observations, reason)
+    return ops.invalidate_observations(
+        runtime.elephant, runtime.tenant(), observations, reason
+    ).to_dict()
 
 
 # ------------------------------------------------------------------ delete (profile full)
@@ -233,14 +239,14 @@ def invalidate_observations(
 def delete_entities(names: Names) -> dict[str, Any]:
     """Delete entities with their relations and observations. Prefer revise."""
     runtime = current()
-    return ops.delete_entities(runtime.elephant, runtime.tenant(), names)
+    return ops.delete_entities(runtime.elephant, runtime.tenant(), names).to_dict()
 
 
 @GRAPH_TOOLS.tool("delete")
 def delete_observations(observations: ObservationRefList) -> dict[str, Any]:
     """Delete observations for good. Prefer invalidate_observations."""
     runtime = current()
-    return ops.delete_observations(runtime.elephant, runtime.tenant(), observations)
+    return ops.delete_observations(runtime.elephant, runtime.tenant(), observations).to_dict()
 
 
 @GRAPH_TOOLS.tool("delete")
@@ -251,4 +257,4 @@ def delete_relations(
 ) -> dict[str, Any]:
     """Delete relations for good. Prefer revise, which keeps history."""
     runtime = current()
-    return ops.delete_relations(runtime.elephant, runtime.tenant(), relations)
+    return ops.delete_relations(runtime.elephant, runtime.tenant(), relations).to_dict()

@@ -1,18 +1,22 @@
-"""The tool registry: each tool is one function plus a line saying what kind of tool it is.
+"""The tool registry: each tool is one function plus a word saying what kind of tool it is.
 
-The kind decides both the profiles that offer the tool and its MCP annotations:
+A tool set (``MEMORY`` in tools.py, ``GRAPH_TOOLS`` in graph_tools.py) collects its
+tools with ``@toolset.tool(kind)``; a tool is named after its function. The kind
+decides the profiles that offer the tool, its MCP annotations and, with API keys,
+the scope a key needs to see and call it (``SCOPE_OF_KIND`` in server.py):
 
-| kind   | profiles                  | readOnlyHint | destructiveHint | idempotentHint |
-| ------ | ------------------------- | ------------ | --------------- | -------------- |
-| read   | recall, standard, full    | true         | false           | true           |
-| write  | record, standard, full    | false        | false           | per tool       |
-| delete | full                      | false        | true            | true           |
+| kind   | profiles               | readOnlyHint | destructiveHint | idempotentHint | scope |
+| ------ | ---------------------- | ------------ | --------------- | -------------- | ----- |
+| read   | recall, standard, full | true         | false           | true           | read  |
+| write  | record, standard, full | false        | false           | per tool       | write |
+| delete | full                   | false        | true            | true           | admin |
 
-A tool outside the active profile is never registered with the server, so it is
-neither listed nor callable; the service function behind it stays available to
-the API and the CLI. To add a tool (the graph tools, say): write the function in
-a module of its own with a ``ToolSet``, decorate it with ``@TOOLS.tool("write")``
-and add the tool set to ``TOOLSETS`` in app/mcp/server.py.
+openWorldHint is always false (the tools reach the memory store only). A tool
+outside the active profile is never registered with the server, so it is neither
+listed nor callable; the service function behind it stays available to the API and
+the CLI. To add a tool, decorate its function in the tool set it belongs to (a write
+that can be repeated safely says ``idempotent=True``); a new tool set goes into
+``TOOLSETS`` in server.py.
 """
 
 from __future__ import annotations

@@ -6,13 +6,16 @@ never embeddings, lane ranks or audit details (the REST API has those).
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 from uuid import UUID
 
+import msgspec
 from pydantic import Field
+from typing_extensions import TypedDict
 
-from app.errors import InvalidInput, NotFound
+from app.errors import InvalidInput
 from app.mcp.context import current
 from app.mcp.registry import ToolSet
 from app.services import commit, sessions
@@ -39,6 +42,88 @@ def _date(value: Any) -> str | None:
     return None if value is None else value.date().isoformat()
 
 
+# ------------------------------------------------------------------ results
+# What each tool returns: a compact view of the service's typed result, shaped for an
+# agent's context window (typed dicts, so the tool's JSON is exactly these keys; from
+# typing_extensions, as pydantic asks on Python < 3.12).
+
+
+class SearchToolHit(TypedDict):
+    id: str
+    kind: str
+    date: str | None
+    source: str | None
+    score: float
+    text: str
+
+
+class SearchToolResult(TypedDict):
+    count: int
+    results: list[SearchToolHit]
+
+
+class ReflectToolSource(TypedDict):
+    n: int
+    id: str
+    kind: str
+    date: str
+    text: str
+
+
+class ReflectToolResult(TypedDict):
+    answer: str | None
+    citations: list[int]
+    sources: list[ReflectToolSource]
+    note: NotRequired[str]
+
+
+class StatsToolMemories(TypedDict):
+    total: int
+    by_kind: dict[str, int]
+
+
+class StatsToolFacts(TypedDict):
+    total: int
+    by_status: dict[str, int]
+
+
+class StatsToolResult(TypedDict):
+    tenant: str
+    memories: StatsToolMemories
+    facts: StatsToolFacts
+    conversations: int
+    turns: int
+    contradictions: int
+    jobs: dict[str, int]
+    graph: dict[str, Any]
+
+
+class StoreToolGate(TypedDict):
+    decision: str
+    composite: float | None
+    reason: str
+
+
+class StoreToolResult(TypedDict):
+    memory_id: str | None
+    status: str
+    gate: StoreToolGate
+
+
+class ConversationToolResult(TypedDict):
+    conversation_id: str
+    turns: int
+    windows: commit.WindowCounts
+
+
+class CloseSessionToolResult(TypedDict):
+    conversation_id: str
+    turns: int
+    facts: int | None
+    handoff: sessions.Handoff
+    note: NotRequired[str]
+
+
 # ------------------------------------------------------------------ read
 
 
@@ -51,7 +136,7 @@ def search(
         Field(description="Only these: window (conversation excerpt), note, fact."),
     ] = None,
     source: Annotated[str | None, Field(description="Only this source.")] = None,
-) -> dict[str, Any]:
+) -> SearchToolResult:
     """Search long-term memory by meaning and keywords. Returns the best hits (id, kind,
     date, score, text), best first; current facts only."""
     runtime = current()
@@ -61,66 +146,66 @@ def search(
         filters=search_service.SearchFilters(kind=kind or None, source=source),
     )
     found = search_service.search(runtime.elephant, runtime.tenant(), request)
-    return {
-        "count": len(found.hits),
-        "results": [
-            {
-                "id": hit.id,
-                "kind": hit.kind,
-                "date": _date(hit.event_at or hit.created_at),
-                "source": hit.source,
-                "score": round(hit.score, 4),
-                "text": hit.text,
-            }
+    return SearchToolResult(
+        count=len(found.hits),
+        results=[
+            SearchToolHit(
+                id=hit.id,
+                kind=hit.kind,
+                date=_date(hit.event_at or hit.created_at),
+                source=hit.source,
+                score=round(hit.score, 4),
+                text=hit.text,
+            )
             for hit in found.hits
         ],
-    }
+    )
 
 
 @MEMORY.tool("read")
 def reflect(
     question: Annotated[str, Field(min_length=1, max_length=4000, description="The question.")],
     limit: Annotated[int | None, Field(ge=1, le=60, description="Sources to read.")] = None,
-) -> dict[str, Any]:
+) -> ReflectToolResult:
     """Answer a question from memory with numbered source citations [n]. Without an LLM
     configured it returns the sources only."""
     runtime = current()
     result = reflect_service.reflect(
         runtime.elephant, runtime.tenant(), reflect_service.ReflectIn(q=question, limit=limit)
     )
-    compact: dict[str, Any] = {
-        "answer": result["answer"],
-        "citations": result["citations"],
-        "sources": [
-            {key: source[key] for key in ("n", "id", "kind", "date", "text")}
-            for source in result["sources"]
+    compact = ReflectToolResult(
+        answer=result.answer,
+        citations=result.citations,
+        sources=[
+            ReflectToolSource(n=s.n, id=s.id, kind=s.kind, date=s.date, text=s.text)
+            for s in result.sources
         ],
-    }
-    if result.get("note"):
-        compact["note"] = result["note"]
+    )
+    if isinstance(result.note, str) and result.note:
+        compact["note"] = result.note
     return compact
 
 
 @MEMORY.tool("read")
-def stats() -> dict[str, Any]:
+def stats() -> StatsToolResult:
     """Counts of what memory holds: memories by kind, facts by status, conversations,
     turns, contradictions, background jobs and the knowledge graph."""
     runtime = current()
     report = stats_service.stats(runtime.elephant, runtime.tenant())
-    return {
-        "tenant": report["tenant"],
-        "memories": {key: report["memories"][key] for key in ("total", "by_kind")},
-        "facts": {key: report["facts"][key] for key in ("total", "by_status")},
-        "conversations": report["conversations"],
-        "turns": report["turns"],
-        "contradictions": report["contradictions"],
-        "jobs": report["jobs"],
-        "graph": report["graph"],
-    }
+    return StatsToolResult(
+        tenant=report.tenant,
+        memories=StatsToolMemories(total=report.memories.total, by_kind=report.memories.by_kind),
+        facts=StatsToolFacts(total=report.facts.total, by_status=report.facts.by_status),
+        conversations=report.conversations,
+        turns=report.turns,
+        contradictions=report.contradictions,
+        jobs=report.jobs,
+        graph=msgspec.to_builtins(report.graph),
+    )
 
 
 @MEMORY.tool("read")
-def get_handoff(project: Project) -> dict[str, Any]:
+def get_handoff(project: Project) -> sessions.Handoff:
     """The handoff of the project's last closed session: summary, decisions, open
     questions, next steps. Call it when a session starts."""
     runtime = current()
@@ -142,7 +227,7 @@ def store(
     subject: Annotated[
         str | None, Field(description='Who "I" in the note is; default: the owner.')
     ] = None,
-) -> dict[str, Any]:
+) -> StoreToolResult:
     """Remember a note in long-term memory. Duplicates are detected and an admission gate
     rejects chit-chat and vague text; facts are extracted in the background."""
     runtime = current()
@@ -156,15 +241,15 @@ def store(
     )
     result = commit.commit_note(runtime.elephant, runtime.tenant(), note)
     composite = result.gate.composite
-    return {
-        "memory_id": result.memory_id,
-        "status": result.status,
-        "gate": {
-            "decision": result.gate.decision,
-            "composite": None if composite is None else round(composite, 2),
-            "reason": result.gate.reason,
-        },
-    }
+    return StoreToolResult(
+        memory_id=result.memory_id,
+        status=result.status,
+        gate=StoreToolGate(
+            decision=result.gate.decision,
+            composite=None if composite is None else round(composite, 2),
+            reason=result.gate.reason,
+        ),
+    )
 
 
 @MEMORY.tool("write")
@@ -175,7 +260,7 @@ def commit_conversation(
         str | None, Field(description="Your id; the same id again appends turns.")
     ] = None,
     source: Annotated[str, Field(description="Where it comes from.")] = "mcp",
-) -> dict[str, Any]:
+) -> ConversationToolResult:
     """Store a conversation: every turn verbatim, plus overlapping windows for search.
     Relative dates in it ('yesterday') resolve against session_date."""
     runtime = current()
@@ -183,12 +268,11 @@ def commit_conversation(
         turns=turns, session_date=session_date, conversation_id=conversation_id, source=source
     )
     result = commit.commit_conversation(runtime.elephant, runtime.tenant(), conversation)
-    windows = result.to_dict()["windows"]
-    return {
-        "conversation_id": result.conversation_id,
-        "turns": result.turns,
-        "windows": {key: windows[key] for key in ("stored", "duplicate", "rejected")},
-    }
+    return ConversationToolResult(
+        conversation_id=result.conversation_id,
+        turns=result.turns,
+        windows=result.window_counts(),
+    )
 
 
 @MEMORY.tool("write")
@@ -202,19 +286,8 @@ def feedback(
         target = UUID(id)
     except ValueError:
         raise InvalidInput(f"id: {id!r} is not a memory or fact id (a UUID)") from None
-    tenant = runtime.tenant()
-    try:
-        return feedback_service.give_feedback(
-            runtime.elephant, tenant, feedback_service.FeedbackIn(memory_id=target, helpful=helpful)
-        )
-    except NotFound:
-        pass
-    try:
-        return feedback_service.give_feedback(
-            runtime.elephant, tenant, feedback_service.FeedbackIn(fact_id=target, helpful=helpful)
-        )
-    except NotFound:
-        raise NotFound(f"no memory or fact with id {id} in this tenant") from None
+    result = feedback_service.give_feedback_on(runtime.elephant, runtime.tenant(), target, helpful)
+    return dataclasses.asdict(result)
 
 
 @MEMORY.tool("write")
@@ -227,7 +300,7 @@ def close_session(
         list[commit.TurnIn] | None, Field(description="Or the session as turns.")
     ] = None,
     session_date: Date = None,
-) -> dict[str, Any]:
+) -> CloseSessionToolResult:
     """End a work session: store its transcript, extract facts, and write the handoff
     (summary, decisions, open questions, next steps) that get_handoff returns next time."""
     runtime = current()
@@ -235,14 +308,14 @@ def close_session(
         project=project, transcript=transcript, turns=turns, session_date=session_date
     )
     result = sessions.close_session(runtime.elephant, runtime.tenant(), request, wait=True)
-    compact = {
-        "conversation_id": result["conversation_id"],
-        "turns": result["turns"],
-        "facts": result["facts"],
-        "handoff": result["handoff"],
-    }
-    if "note" in result:
-        compact["note"] = result["note"]
+    compact = CloseSessionToolResult(
+        conversation_id=result.conversation_id,
+        turns=result.turns,
+        facts=result.facts,
+        handoff=result.handoff,
+    )
+    if isinstance(result.note, str):
+        compact["note"] = result.note
     return compact
 
 
@@ -252,4 +325,6 @@ def close_session(
 def handoff_resource(project: str) -> str:
     """The latest handoff of a project, as JSON."""
     runtime = current()
-    return json.dumps(sessions.get_handoff(runtime.elephant, runtime.tenant(), project))
+    return json.dumps(
+        msgspec.to_builtins(sessions.get_handoff(runtime.elephant, runtime.tenant(), project))
+    )

@@ -21,7 +21,7 @@ from anthropic.types import AssistantMessageParam, MessageParam, TextBlock, User
 from pydantic import BaseModel, ValidationError
 
 from app.config import LLMSettings
-from app.errors import ConfigError, ElephantError
+from app.errors import ConfigError, ElephantError, describe_validation
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -105,18 +105,6 @@ def extract_json_object(text: str) -> dict[str, Any]:
     raise ValueError("the answer contains no JSON object")
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """A compact, model-readable list of what is wrong (location: message)."""
-    parts = []
-    for error in exc.errors()[:10]:
-        loc = ".".join(str(part) for part in error["loc"]) or "(root)"
-        parts.append(f"{loc}: {error['msg']}")
-    more = len(exc.errors()) - len(parts)
-    if more > 0:
-        parts.append(f"... and {more} more")
-    return "; ".join(parts)
-
-
 @dataclass(frozen=True)
 class _Reply:
     text: str
@@ -185,7 +173,7 @@ class _JSONChat:
             try:
                 value = schema.model_validate(extract_json_object(reply.text))
             except ValidationError as exc:
-                problem = f"the JSON does not match the schema: {describe_validation_error(exc)}"
+                problem = f"the JSON does not match the schema: {describe_validation(exc)}"
             except ValueError as exc:
                 problem = f"the answer is not valid JSON ({exc})"
             else:

@@ -63,8 +63,10 @@ def digest(value: str) -> str:
     return "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:16]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AuditEntry:
+    """One row of the log: who (key prefix), what, on what, with what outcome."""
+
     id: int
     at: datetime
     tenant: str | None
@@ -75,8 +77,13 @@ class AuditEntry:
     client: str | None
     detail: dict[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+
+@dataclass(frozen=True, slots=True)
+class AuditLog:
+    """A page of entries, newest first, and the offset it starts at."""
+
+    entries: list[AuditEntry]
+    offset: int
 
 
 def entries(

@@ -17,11 +17,14 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import InvalidInput
 from app.providers.embedder import Vectors
+from app.providers.embedder_errors import EmbedderError
 from app.services import dedup, gate, queue
 from app.services.inputs import Label, Metadata, Name, NonBlank, Real, ShortText, When
+from app.services.jobs import run_job_now
 from app.services.runtime import Elephant
 from app.services.tenants import tenant_owner
 from app.services.text import content_hash
@@ -79,52 +82,112 @@ class ConversationIn(_Input):
 # ------------------------------------------------------------------ results
 
 
+CommitStatus = Literal["stored", "duplicate", "rejected"]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteResponse:
+    """What /commit returns; ``facts`` and ``job_status`` once extraction ran (``wait``)."""
+
+    memory_id: str | None
+    status: CommitStatus
+    duplicate_of: str | None
+    gate: gate.GateVerdict
+    job_id: int | None
+    job_status: str | None
+    facts: int | None
+
+
 @dataclass
 class NoteResult:
     memory_id: str | None
-    status: Literal["stored", "duplicate", "rejected"]
+    status: CommitStatus
     gate: gate.GateVerdict
     duplicate_of: str | None = None
     job_id: int | None = None
     facts: int | None = None
     job_status: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "memory_id": self.memory_id,
-            "status": self.status,
-            "duplicate_of": self.duplicate_of,
-            "gate": self.gate.to_dict(),
-            "job_id": self.job_id,
-            "job_status": self.job_status,
-            "facts": self.facts,
-        }
+    def response(self) -> NoteResponse:
+        return NoteResponse(
+            memory_id=self.memory_id,
+            status=self.status,
+            duplicate_of=self.duplicate_of,
+            gate=self.gate.rounded(),
+            job_id=self.job_id,
+            job_status=self.job_status,
+            facts=self.facts,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class WindowOutcome:
+    """One window of a conversation: stored, a duplicate of ``memory_id``, or rejected."""
+
+    memory_id: str | None
+    turn_start: int
+    turn_end: int
+    status: CommitStatus
+    composite: float | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class WindowCounts:
+    stored: int
+    duplicate: int
+    rejected: int
+
+
+@dataclass(frozen=True, slots=True)
+class WindowReport(WindowCounts):
+    items: list[WindowOutcome]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationResponse:
+    """What /commit_conversation returns; ``facts`` and ``job_statuses`` with ``wait``."""
+
+    conversation_id: str
+    turns: int
+    windows: WindowReport
+    job_ids: list[int]
+    job_statuses: list[str] | None
+    facts: int | None
 
 
 @dataclass
 class ConversationResult:
     conversation_id: str
     turns: int
-    windows: list[dict[str, Any]] = field(default_factory=list)
+    windows: list[WindowOutcome] = field(default_factory=list)
     job_ids: list[int] = field(default_factory=list)
     facts: int | None = None
     job_statuses: list[str] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        decisions = [window["status"] for window in self.windows]
-        return {
-            "conversation_id": self.conversation_id,
-            "turns": self.turns,
-            "windows": {
-                "stored": decisions.count("stored"),
-                "duplicate": decisions.count("duplicate"),
-                "rejected": decisions.count("rejected"),
-                "items": self.windows,
-            },
-            "job_ids": self.job_ids,
-            "job_statuses": self.job_statuses,
-            "facts": self.facts,
-        }
+    def window_counts(self) -> WindowCounts:
+        decisions = [window.status for window in self.windows]
+        return WindowCounts(
+            stored=decisions.count("stored"),
+            duplicate=decisions.count("duplicate"),
+            rejected=decisions.count("rejected"),
+        )
+
+    def response(self) -> ConversationResponse:
+        counts = self.window_counts()
+        return ConversationResponse(
+            conversation_id=self.conversation_id,
+            turns=self.turns,
+            windows=WindowReport(
+                stored=counts.stored,
+                duplicate=counts.duplicate,
+                rejected=counts.rejected,
+                items=self.windows,
+            ),
+            job_ids=self.job_ids,
+            job_statuses=self.job_statuses,
+            facts=self.facts,
+        )
 
 
 # ------------------------------------------------------------------ shared steps
@@ -147,8 +210,6 @@ def _check_length(elephant: Elephant, text: str, where: str) -> None:
 
 
 def _embed(elephant: Elephant, texts: Sequence[str]) -> Vectors | None:
-    from app.providers.embedder_errors import EmbedderError
-
     try:
         return elephant.embedder.embed_documents(texts)
     except EmbedderError:
@@ -162,8 +223,6 @@ def _nearest(
     exclude_conversation: str | None = None,
 ) -> dict[int, list[tuple[str, str, float]]]:
     """ord (0-based) -> [(memory id, text, similarity)], most similar first."""
-    from app.db.resources import load_sql
-
     rows = conn.execute(
         load_sql("nearest_memories.sql"),
         {
@@ -351,8 +410,6 @@ def _enqueue_backfill(elephant: Elephant, conn: Connection, tenant: str) -> None
 
 
 def _run_now(elephant: Elephant, tenant: str, job_id: int) -> tuple[int, str]:
-    from app.services.worker import run_job_now
-
     return run_job_now(elephant, tenant, job_id)
 
 
@@ -411,16 +468,18 @@ def commit_conversation(
         ):
             if duplicate_of is not None:
                 _bump(conn, duplicate_of)
-            status = "duplicate" if duplicate_of else "stored" if memory_id else "rejected"
+            status: CommitStatus = (
+                "duplicate" if duplicate_of else "stored" if memory_id else "rejected"
+            )
             result.windows.append(
-                {
-                    "memory_id": memory_id or duplicate_of,
-                    "turn_start": window.turn_start + offset,
-                    "turn_end": window.turn_end + offset,
-                    "status": status,
-                    "composite": verdict.composite,
-                    "reason": verdict.reason,
-                }
+                WindowOutcome(
+                    memory_id=memory_id or duplicate_of,
+                    turn_start=window.turn_start + offset,
+                    turn_end=window.turn_end + offset,
+                    status=status,
+                    composite=verdict.composite,
+                    reason=verdict.reason,
+                )
             )
             log_rows.append(
                 (verdict, memory_id, "window", conversation.source, window.text, candidate.digest)

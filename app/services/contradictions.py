@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from app.db.resources import load_sql
 from app.db.runtime import Connection
@@ -128,12 +127,49 @@ def _close(
     )
 
 
-def recent(elephant: Elephant, tenant: str, limit: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class OlderFact:
+    """The fact that was true earlier (closed in time unless something else reopened it)."""
+
+    id: str
+    text: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class NewerFact:
+    id: str
+    text: str
+    valid_from: datetime | None
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class Contradiction:
+    id: int
+    detector: str
+    score: float
+    reason: str
+    created_at: datetime
+    older: OlderFact
+    newer: NewerFact
+
+
+@dataclass(frozen=True, slots=True)
+class ContradictionList:
+    """Detected contradictions, newest first."""
+
+    contradictions: list[Contradiction]
+
+
+def recent(elephant: Elephant, tenant: str, limit: int) -> list[Contradiction]:
     with elephant.db.tenant(tenant) as conn:
         return list_contradictions(conn, limit)
 
 
-def list_contradictions(conn: Connection, limit: int) -> list[dict[str, Any]]:
+def list_contradictions(conn: Connection, limit: int) -> list[Contradiction]:
     rows = conn.execute(
         "SELECT c.id, c.detector, c.score, c.reason, c.created_at, "
         "o.id, o.text, o.valid_from, o.valid_to, o.status, "
@@ -143,25 +179,16 @@ def list_contradictions(conn: Connection, limit: int) -> list[dict[str, Any]]:
         (limit,),
     ).fetchall()
     return [
-        {
-            "id": row[0],
-            "detector": row[1],
-            "score": round(float(row[2]), 3),
-            "reason": row[3],
-            "created_at": row[4],
-            "older": {
-                "id": str(row[5]),
-                "text": row[6],
-                "valid_from": row[7],
-                "valid_to": row[8],
-                "status": row[9],
-            },
-            "newer": {
-                "id": str(row[10]),
-                "text": row[11],
-                "valid_from": row[12],
-                "status": row[13],
-            },
-        }
+        Contradiction(
+            id=row[0],
+            detector=row[1],
+            score=round(float(row[2]), 3),
+            reason=row[3],
+            created_at=row[4],
+            older=OlderFact(
+                id=str(row[5]), text=row[6], valid_from=row[7], valid_to=row[8], status=row[9]
+            ),
+            newer=NewerFact(id=str(row[10]), text=row[11], valid_from=row[12], status=row[13]),
+        )
         for row in rows
     ]

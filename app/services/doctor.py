@@ -9,27 +9,36 @@ connection); the app role could only see one.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 import psycopg
+from msgspec import UnsetType
 
 from app.errors import ElephantError
 from app.services import queue
-from app.services.health import health
+from app.services.health import SchemaReport, health
 from app.services.runtime import Elephant
 
 Level = Literal["ok", "warn", "fail"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Check:
     name: str
     level: Level
     detail: str
 
 
-def diagnose(elephant: Elephant) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """The worst level of any check, and every check in the order they ran."""
+
+    status: Level
+    checks: list[Check]
+
+
+def diagnose(elephant: Elephant) -> Diagnosis:
     checks = [
         *_database(elephant),
         _embedder(elephant),
@@ -41,43 +50,45 @@ def diagnose(elephant: Elephant) -> dict[str, Any]:
     for check in checks:
         if check.level == "fail" or (check.level == "warn" and worst == "ok"):
             worst = check.level
-    return {"status": worst, "checks": [asdict(check) for check in checks]}
+    return Diagnosis(status=worst, checks=checks)
 
 
 def _database(elephant: Elephant) -> list[Check]:
     report = health(elephant.db)
-    database = report["database"]
-    if not database["reachable"]:
-        return [Check("database", "fail", database.get("error", "unreachable"))]
-    checks = [Check("database", "ok", f"{database['server_version']} ({report['version']})")]
-    schema = report["schema"]
+    database = report.database
+    schema = report.schema
+    if not database.reachable or not isinstance(schema, SchemaReport):
+        error = database.error
+        return [Check("database", "fail", "unreachable" if isinstance(error, UnsetType) else error)]
+    checks = [Check("database", "ok", f"{database.server_version} ({report.version})")]
     checks.append(
-        Check("schema", "ok", f"at {schema['revision']}")
-        if schema["up_to_date"]
+        Check("schema", "ok", f"at {schema.revision}")
+        if schema.up_to_date
         else Check(
-            "schema", "fail", f"at {schema['revision']}, head is {schema['head']}: run "
+            "schema", "fail", f"at {schema.revision}, head is {schema.head}: run "
             "`elephant migrate`",
         )
     )  # fmt: skip
-    embedding = report["embedding"]
+    embedding = report.embedding
     checks.append(
-        Check("embedding dimension", "ok", f"{embedding['dim']} as recorded")
-        if embedding["dim_matches"]
+        Check("embedding dimension", "ok", f"{embedding.dim} as recorded")
+        if embedding.dim_matches
         else Check(
             "embedding dimension", "fail",
-            f"configured {embedding['dim']} but the database was initialised with "
-            f"{embedding['db_dim']} ({embedding['db_model']}): configure that model, or use "
+            f"configured {embedding.dim} but the database was initialised with "
+            f"{embedding.db_dim} ({embedding.db_model}): configure that model, or use "
             "a new database",
         )
     )  # fmt: skip
-    extensions = database["extensions"]
+    extensions = {} if isinstance(database.extensions, UnsetType) else database.extensions
     for name, purpose in (("age", "knowledge graph"), ("pg_textsearch", "BM25 keyword lane")):
-        state = extensions.get(name, {})
-        checks.append(
-            Check(name, "ok", f"{state.get('version')} installed")
-            if state.get("installed")
-            else Check(name, "warn", f"not installed, so no {purpose}: {state.get('note', '')}")
-        )
+        state = extensions.get(name)
+        if state is not None and state.installed:
+            version = None if isinstance(state.version, UnsetType) else state.version
+            checks.append(Check(name, "ok", f"{version} installed"))
+        else:
+            note = "" if state is None or isinstance(state.note, UnsetType) else state.note
+            checks.append(Check(name, "warn", f"not installed, so no {purpose}: {note}"))
     repaired = elephant.db.repaired_indexes
     if repaired:
         checks.append(

@@ -27,7 +27,7 @@ security keeps other tenants out of reach):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 from uuid import UUID
 
@@ -163,40 +163,62 @@ class EraseIn(BaseModel):
 # ------------------------------------------------------------------ report
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubjectTarget:
+    kind: Literal["subject"] = "subject"
+    names: list[str]  # the subject and its aliases
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationTarget:
+    kind: Literal["conversation"] = "conversation"
+    conversation_id: str  # as the caller named it
+    missing: list[str]  # the id, when no conversation has it
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceTarget:
+    kind: Literal["source"] = "source"
+    source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IdsTarget:
+    kind: Literal["ids"] = "ids"
+    memory_ids: int  # how many were asked for
+    fact_ids: int
+    missing: list[str]  # asked-for ids not found in the tenant
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TenantTarget:
+    kind: Literal["tenant"] = "tenant"
+    tenant: str
+
+
+EraseTarget = SubjectTarget | ConversationTarget | SourceTarget | IdsTarget | TenantTarget
+
+
+@dataclass(frozen=True, slots=True)
 class GraphRemoval:
     vertices: int = 0
     edges: int = 0
     schema_dropped: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "vertices": self.vertices,
-            "edges": self.edges,
-            "schema_dropped": self.schema_dropped,
-        }
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ErasureReport:
-    target: dict[str, Any]
+    """What one erasure removed (or, in a dry run, would remove): rows per table."""
+
+    target: EraseTarget
     dry_run: bool
-    removed: dict[str, int]
+    removed: dict[str, int]  # table -> rows
     graph: GraphRemoval
+    total: int = field(init=False)  # rows of every table plus graph vertices and edges
 
-    @property
-    def total(self) -> int:
-        """Rows of every table plus graph vertices and edges."""
-        return sum(self.removed.values()) + self.graph.vertices + self.graph.edges
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "dry_run": self.dry_run,
-            "removed": dict(self.removed),
-            "graph": self.graph.to_dict(),
-            "total": self.total,
-        }
+    def __post_init__(self) -> None:
+        total = sum(self.removed.values()) + self.graph.vertices + self.graph.edges
+        object.__setattr__(self, "total", total)
 
 
 # ------------------------------------------------------------------ entry point
@@ -248,7 +270,7 @@ def _audit(
             "dry_run": report.dry_run,
             "aliases": len(request.aliases),
             "removed": report.removed,
-            "graph": report.graph.to_dict(),
+            "graph": asdict(report.graph),
             "total": report.total,
         },
     )
@@ -279,8 +301,9 @@ def _erase_rows(
         conn.execute("SELECT 1 FROM tenants WHERE id = %s FOR UPDATE", (tenant,))
         with conn.transaction(force_rollback=request.dry_run):
             target, selection = _select(elephant, conn, tenant, request)
-            if must_exist and target.get("missing"):
-                raise NotFound(_missing_message(target["missing"], request))
+            missing = target.missing if isinstance(target, IdsTarget | ConversationTarget) else []
+            if must_exist and missing:
+                raise NotFound(_missing_message(missing, request))
             removed, graph = _remove(elephant, conn, tenant, selection)
         report = ErasureReport(target, request.dry_run, removed, graph)
         _audit(conn, tenant, actor, request, report)
@@ -294,7 +317,7 @@ def _missing_message(missing: list[str], request: EraseIn) -> str:
 
 def _select(
     elephant: Elephant, conn: Connection, tenant: str, request: EraseIn
-) -> tuple[dict[str, Any], _Selection]:
+) -> tuple[EraseTarget, _Selection]:
     kind = request.kind
     if kind == "subject":
         return _select_subject(elephant, conn, tenant, request.names)
@@ -342,7 +365,7 @@ def _named(*columns: str, json: Sequence[str] = (), names: Sequence[str] = ()) -
 
 def _select_subject(
     elephant: Elephant, conn: Connection, tenant: str, names: list[str]
-) -> tuple[dict[str, Any], _Selection]:
+) -> tuple[SubjectTarget, _Selection]:
     pattern = names_pattern(names)
     selection = _Selection(pattern=pattern)
     selection.vertices = _vertices(elephant, conn, tenant, {entity_key(n) for n in names}, pattern)
@@ -375,7 +398,7 @@ def _select_subject(
         {"p": pattern, "keys": links},
     )
     _add_derived_facts(conn, selection, every=False)
-    return {"kind": "subject", "names": names}, selection
+    return SubjectTarget(names=names), selection
 
 
 def _emptied(conn: Connection, conversations: set[str], turns: set[int]) -> set[str]:
@@ -388,7 +411,7 @@ def _emptied(conn: Connection, conversations: set[str], turns: set[int]) -> set[
     )
 
 
-def _select_conversation(conn: Connection, ident: str) -> tuple[dict[str, Any], _Selection]:
+def _select_conversation(conn: Connection, ident: str) -> tuple[ConversationTarget, _Selection]:
     try:
         as_uuid: UUID | None = UUID(ident)
     except ValueError:
@@ -401,12 +424,11 @@ def _select_conversation(conn: Connection, ident: str) -> tuple[dict[str, Any], 
     )
     _add_conversation_contents(conn, selection)
     _add_derived_facts(conn, selection, every=True)
-    target: dict[str, Any] = {"kind": "conversation", "conversation_id": ident}
-    target["missing"] = [ident] if not selection.conversations else []
-    return target, selection
+    missing = [ident] if not selection.conversations else []
+    return ConversationTarget(conversation_id=ident, missing=missing), selection
 
 
-def _select_source(conn: Connection, source: str) -> tuple[dict[str, Any], _Selection]:
+def _select_source(conn: Connection, source: str) -> tuple[SourceTarget, _Selection]:
     selection = _Selection(source=source)
     selection.conversations = _ids(
         conn, "SELECT id FROM conversations WHERE source = %s", (source,)
@@ -415,24 +437,21 @@ def _select_source(conn: Connection, source: str) -> tuple[dict[str, Any], _Sele
     selection.memories |= _ids(conn, "SELECT id FROM memories WHERE source = %s", (source,))
     selection.facts = _ids(conn, "SELECT id FROM facts WHERE source = %s", (source,))
     _add_derived_facts(conn, selection, every=True)
-    return {"kind": "source", "source": source}, selection
+    return SourceTarget(source=source), selection
 
 
 def _select_ids(
     conn: Connection, memory_ids: list[UUID], fact_ids: list[UUID]
-) -> tuple[dict[str, Any], _Selection]:
+) -> tuple[IdsTarget, _Selection]:
     selection = _Selection()
     selection.memories = _ids(conn, "SELECT id FROM memories WHERE id = ANY(%s)", (memory_ids,))
     selection.facts = _ids(conn, "SELECT id FROM facts WHERE id = ANY(%s)", (fact_ids,))
     _add_derived_facts(conn, selection, every=True)
     asked = [str(i) for i in memory_ids] + [str(i) for i in fact_ids]
     found = selection.memories | selection.facts
-    return {
-        "kind": "ids",
-        "memory_ids": len(memory_ids),
-        "fact_ids": len(fact_ids),
-        "missing": [i for i in dict.fromkeys(asked) if i not in found],
-    }, selection
+    missing = [i for i in dict.fromkeys(asked) if i not in found]
+    target = IdsTarget(memory_ids=len(memory_ids), fact_ids=len(fact_ids), missing=missing)
+    return target, selection
 
 
 def _add_conversation_contents(conn: Connection, selection: _Selection) -> None:
@@ -641,8 +660,7 @@ def _erase_tenant(
         conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
         with conn.transaction(force_rollback=request.dry_run):
             removed, graph = _drop_tenant(conn, tenant)
-        target = {"kind": "tenant", "tenant": tenant}
-        report = ErasureReport(target, request.dry_run, removed, graph)
+        report = ErasureReport(TenantTarget(tenant=tenant), request.dry_run, removed, graph)
         _audit(conn, tenant, actor, request, report)
     if not request.dry_run:
         elephant.db.forget_tenant(tenant)

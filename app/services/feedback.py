@@ -1,17 +1,27 @@
-"""Feedback: a helpful memory or fact gains importance (+5), an unhelpful one loses 10."""
+"""Feedback: a helpful memory or fact gains importance (+5), an unhelpful one loses 10.
+
+Importance stays within 0-100; every feedback is a row of the feedback table. REST
+names the target (memory_id or fact_id); MCP passes the one id search returned, which
+``give_feedback_on`` looks up as a memory, then as a fact.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from app.errors import NotFound
+from app.db.runtime import Connection
+from app.errors import InvalidInput, NotFound
 from app.services.runtime import Elephant
 
 HELPFUL_DELTA = 5.0
 UNHELPFUL_DELTA = -10.0
+
+TargetKind = Literal["memory", "fact"]
+_TABLES: dict[TargetKind, str] = {"memory": "memories", "fact": "facts"}
 
 
 class FeedbackIn(BaseModel):
@@ -27,30 +37,71 @@ class FeedbackIn(BaseModel):
             raise ValueError("give exactly one of memory_id or fact_id")
         return self
 
+    @property
+    def target(self) -> tuple[TargetKind, UUID]:
+        if self.memory_id is not None:
+            return "memory", self.memory_id
+        if self.fact_id is not None:
+            return "fact", self.fact_id
+        raise InvalidInput("give exactly one of memory_id or fact_id")  # a model_construct()
 
-def give_feedback(elephant: Elephant, tenant: str, feedback: FeedbackIn) -> dict[str, Any]:
-    delta = HELPFUL_DELTA if feedback.helpful else UNHELPFUL_DELTA
-    table, target = (
-        ("memories", feedback.memory_id) if feedback.memory_id else ("facts", feedback.fact_id)
-    )
+
+@dataclass(frozen=True, slots=True)
+class FeedbackResult:
+    """What the feedback changed: the target (one id set) and its importance now."""
+
+    memory_id: str | None
+    fact_id: str | None
+    delta: float
+    importance: float
+
+
+def give_feedback(elephant: Elephant, tenant: str, feedback: FeedbackIn) -> FeedbackResult:
+    """Feedback on the memory or fact ``feedback`` names; NotFound if this tenant has none."""
+    kind, target = feedback.target
     with elephant.db.tenant(tenant) as conn:
-        row = conn.execute(
-            f"UPDATE {table} SET importance = least(100, greatest(0, importance + %s)) "
-            "WHERE id = %s RETURNING importance",
-            (delta, target),
-        ).fetchone()
-        if row is None:
-            kind = "memory" if table == "memories" else "fact"
-            raise NotFound(f"no {kind} with id {target} in this tenant")
-        importance = float(row[0])
-        conn.execute(
-            "INSERT INTO feedback (tenant_id, memory_id, fact_id, helpful, delta, "
-            "importance_after) VALUES (%s, %s, %s, %s, %s, %s)",
-            (tenant, feedback.memory_id, feedback.fact_id, feedback.helpful, delta, importance),
+        result = _apply(conn, tenant, kind, target, feedback.helpful)
+    if result is None:
+        raise NotFound(f"no {kind} with id {target} in this tenant")
+    return result
+
+
+def give_feedback_on(
+    elephant: Elephant, tenant: str, target: UUID, helpful: bool
+) -> FeedbackResult:
+    """Feedback on the memory with id ``target`` or, when there is none, the fact with it
+    (search results carry one id of either kind); NotFound if this tenant has neither."""
+    with elephant.db.tenant(tenant) as conn:
+        result = _apply(conn, tenant, "memory", target, helpful) or _apply(
+            conn, tenant, "fact", target, helpful
         )
-    return {
-        "memory_id": str(feedback.memory_id) if feedback.memory_id else None,
-        "fact_id": str(feedback.fact_id) if feedback.fact_id else None,
-        "delta": delta,
-        "importance": importance,
-    }
+    if result is None:
+        raise NotFound(f"no memory or fact with id {target} in this tenant")
+    return result
+
+
+def _apply(
+    conn: Connection, tenant: str, kind: TargetKind, target: UUID, helpful: bool
+) -> FeedbackResult | None:
+    """Move the target's importance and record the feedback; None if there is no target."""
+    delta = HELPFUL_DELTA if helpful else UNHELPFUL_DELTA
+    row = conn.execute(
+        f"UPDATE {_TABLES[kind]} SET importance = least(100, greatest(0, importance + %s)) "
+        "WHERE id = %s RETURNING importance",
+        (delta, target),
+    ).fetchone()
+    if row is None:
+        return None
+    importance = float(row[0])
+    memory_id, fact_id = (target, None) if kind == "memory" else (None, target)
+    conn.execute(
+        "INSERT INTO feedback (tenant_id, memory_id, fact_id, helpful, delta, "
+        "importance_after) VALUES (%s, %s, %s, %s, %s, %s)",
+        (tenant, memory_id, fact_id, helpful, delta, importance),
+    )
+    return FeedbackResult(
+        memory_id=None if memory_id is None else str(memory_id),
+        fact_id=None if fact_id is None else str(fact_id),
+        delta=delta,
+        importance=importance,
+    )

@@ -11,8 +11,8 @@ log says so. Every decision is written to admission_log.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Literal
 
 from app.db.runtime import Connection
 from app.prompts import gate as gate_prompt
@@ -28,7 +28,7 @@ Decision = Literal["accepted", "rejected", "forced", "duplicate"]
 UNRELATED_SIMILARITY = 0.2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GateVerdict:
     decision: Decision
     relevance: float | None
@@ -43,12 +43,27 @@ class GateVerdict:
     def admitted(self) -> bool:
         return self.decision in ("accepted", "forced")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {key: _round(value) for key, value in asdict(self).items()}
+    def rounded(self) -> GateVerdict:
+        """The verdict with its numbers to 3 decimals, as the API shows it."""
+        return replace(
+            self,
+            relevance=_round(self.relevance),
+            novelty=_round(self.novelty),
+            specificity=_round(self.specificity),
+            composite=_round(self.composite),
+            threshold=round(self.threshold, 3),
+        )
 
 
-def _round(value: Any) -> Any:
-    return round(value, 3) if isinstance(value, float) else value
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class GateThreshold:
+    """The admission threshold in force for a tenant."""
+
+    threshold: float
 
 
 def novelty(max_similarity: float | None) -> float:

@@ -3,26 +3,79 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from app import __version__
 from app.db import Database
 from app.errors import ElephantError
 
+HealthStatus = Literal["ok", "degraded", "unavailable"]
 
-def health(db: Database) -> dict[str, Any]:
+
+class ExtensionState(msgspec.Struct, frozen=True, kw_only=True):
+    """An extension's installed version, or why it is not in use."""
+
+    installed: bool
+    version: str | UnsetType = UNSET
+    available_version: str | UnsetType = UNSET
+    note: str | UnsetType = UNSET
+
+
+class DatabaseReport(msgspec.Struct, frozen=True, kw_only=True):
+    """``error`` when unreachable; everything after it only when reachable."""
+
+    mode: str
+    reachable: bool
+    error: str | UnsetType = UNSET
+    latency_ms: float | UnsetType = UNSET
+    server_version: str | UnsetType = UNSET
+    database: str | UnsetType = UNSET
+    role: str | UnsetType = UNSET
+    extensions: dict[str, ExtensionState] | UnsetType = UNSET
+    keyword_search: Literal["bm25", "tsvector"] | UnsetType = UNSET
+    graph: Literal["age", "unavailable"] | UnsetType = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaReport:
+    revision: str | None
+    head: str
+    up_to_date: bool
+
+
+class EmbeddingReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The configured model; what the database was initialised with once it is reachable."""
+
+    provider: str
+    model: str
+    dim: int
+    db_model: str | UnsetType | None = UNSET
+    db_dim: int | UnsetType | None = UNSET
+    dim_matches: bool | UnsetType = UNSET
+
+
+class HealthReport(msgspec.Struct, frozen=True, kw_only=True):
+    """``schema`` only when the database answered."""
+
+    status: HealthStatus
+    version: str
+    database: DatabaseReport
+    embedding: EmbeddingReport
+    schema: SchemaReport | UnsetType = UNSET
+
+
+def health(db: Database) -> HealthReport:
     """A report for operators; ``status`` is ok, degraded (schema/model drift) or unavailable."""
     settings = db.settings
-    report: dict[str, Any] = {
-        "status": "ok",
-        "version": __version__,
-        "database": {"mode": db.mode, "reachable": False},
-        "embedding": {
-            "provider": settings.embedding.provider,
-            "model": settings.embedding.model,
-            "dim": settings.embedding.dim,
-        },
-    }
+    embedding = EmbeddingReport(
+        provider=settings.embedding.provider,
+        model=settings.embedding.model,
+        dim=settings.embedding.dim,
+    )
     started = time.perf_counter()
     try:
         with db.connection() as conn:
@@ -33,28 +86,38 @@ def health(db: Database) -> dict[str, Any]:
             schema = db.schema_info(conn)
             conn.rollback()
     except ElephantError as exc:
-        report["status"] = "unavailable"
-        report["database"]["error"] = exc.message
-        return report
+        return HealthReport(
+            status="unavailable",
+            version=__version__,
+            database=DatabaseReport(mode=db.mode, reachable=False, error=exc.message),
+            embedding=embedding,
+        )
     capabilities = db.capabilities
-    report["database"].update(
+    database = DatabaseReport(
+        mode=db.mode,
         reachable=True,
         latency_ms=round((time.perf_counter() - started) * 1000, 2),
         server_version=row[0],
         database=row[1],
         role=row[2],
-        extensions=capabilities.report() if capabilities else {},
+        extensions=msgspec.convert(
+            capabilities.report() if capabilities else {}, dict[str, ExtensionState]
+        ),
         keyword_search="bm25" if capabilities and capabilities.textsearch else "tsvector",
         graph="age" if capabilities and capabilities.age else "unavailable",
     )
-    report["schema"] = {
-        "revision": schema.revision,
-        "head": schema.head,
-        "up_to_date": schema.up_to_date,
-    }
-    report["embedding"].update(db_model=schema.embedding_model, db_dim=schema.embedding_dim)
     mismatched = schema.embedding_dim != settings.embedding.dim
-    report["embedding"]["dim_matches"] = not mismatched
-    if mismatched or not schema.up_to_date:
-        report["status"] = "degraded"
-    return report
+    return HealthReport(
+        status="degraded" if mismatched or not schema.up_to_date else "ok",
+        version=__version__,
+        database=database,
+        embedding=msgspec.structs.replace(
+            embedding,
+            db_model=schema.embedding_model,
+            db_dim=schema.embedding_dim,
+            dim_matches=not mismatched,
+        ),
+        schema=SchemaReport(
+            revision=schema.revision, head=schema.head, up_to_date=schema.up_to_date
+        ),
+    )

@@ -139,13 +139,13 @@ def ingest(
     for item in items:
         if isinstance(item.payload, ConversationIn):
             result = commit_conversation(elephant, item.tenant, item.payload)
-            summary = result.to_dict()["windows"]
+            windows = result.window_counts()
             report.conversations += 1
             report.turns += result.turns
-            report.windows_stored += summary["stored"]
-            report.stored += summary["stored"]
-            report.duplicates += summary["duplicate"]
-            report.rejected += summary["rejected"]
+            report.windows_stored += windows.stored
+            report.stored += windows.stored
+            report.duplicates += windows.duplicate
+            report.rejected += windows.rejected
         else:
             note = commit_note(elephant, item.tenant, item.payload)
             report.notes += 1

@@ -19,18 +19,18 @@ the caller deserves a 422 saying what to fix:
   nothing it could store, and values that would underflow it (1e-46) become 0.
 
 Validators raise ``ValueError`` with the problem only; pydantic adds the field's
-location, and the API and MCP adapters print both.
+location, and ``InvalidInput.from_validation`` (app.errors) words both for every adapter.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BeforeValidator, Field, ValidationError
+from pydantic import AfterValidator, BeforeValidator, Field
 
 from app.errors import InvalidInput
 from app.services.facts.dates import parse_session_date
@@ -245,24 +245,3 @@ def round_real(value: float) -> float:
 
 Real = Annotated[float, AfterValidator(round_real)]
 """A number for a real (float4) column: finite, rounded to 6 decimal places."""
-
-# ------------------------------------------------------------------ messages
-
-
-def describe(exc: ValidationError) -> str:
-    """'field: problem; ...' with list positions as [i] (turns[0].text), at most ten."""
-    problems = []
-    for error in exc.errors()[:10]:
-        where = location(error["loc"])
-        message = str(error["msg"]).removeprefix("Value error, ")
-        problems.append(f"{where}: {message}" if where else message)
-    if exc.error_count() > len(problems):
-        problems.append(f"... and {exc.error_count() - len(problems)} more")
-    return "; ".join(problems)
-
-
-def location(loc: Sequence[int | str]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text

@@ -7,7 +7,7 @@ manage keys through the migrator connection, and every change is audited.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -69,44 +69,36 @@ class KeyIn(BaseModel):
         return self
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class KeyInfo:
+    """What is known about a key: never its secret (only a hash of it is stored)."""
+
     prefix: str
     name: str
     tenant: str | None
-    scopes: list[str]
+    all_tenants: bool  # an admin key that names its tenant per request (tenant None)
+    scopes: list[Scope]
     created_by: str
     created_at: datetime
     expires_at: datetime | None
     last_used_at: datetime | None
     revoked_at: datetime | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "prefix": self.prefix,
-            "name": self.name,
-            "tenant": self.tenant,
-            "all_tenants": self.tenant is None,
-            "scopes": self.scopes,
-            "created_by": self.created_by,
-            "created_at": self.created_at,
-            "expires_at": self.expires_at,
-            "last_used_at": self.last_used_at,
-            "revoked_at": self.revoked_at,
-        }
+
+@dataclass(frozen=True, slots=True)
+class KeyList:
+    keys: list[KeyInfo]
 
 
-@dataclass(frozen=True)
-class CreatedKey:
-    key: str  # shown once, never stored
-    info: KeyInfo
+CREATED_NOTE = "store this key now: it is not shown again"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            **self.info.to_dict(),
-            "note": "store this key now: it is not shown again",
-        }
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreatedKey(KeyInfo):
+    """A new key: the only result that holds the secret (kept out of its repr)."""
+
+    key: str = field(repr=False)
+    note: str = CREATED_NOTE
 
 
 _COLUMNS = (
@@ -114,11 +106,24 @@ _COLUMNS = (
 )
 
 
-def _info(row: tuple[Any, ...]) -> KeyInfo:
+def _fields(row: tuple[Any, ...]) -> dict[str, Any]:
     prefix, name, tenant, scopes, created_by, created_at, expires, used, revoked = row
-    return KeyInfo(
-        prefix, name, tenant, list(scopes), created_by, created_at, expires, used, revoked
-    )
+    return {
+        "prefix": prefix,
+        "name": name,
+        "tenant": tenant,
+        "all_tenants": tenant is None,
+        "scopes": list(scopes),
+        "created_by": created_by,
+        "created_at": created_at,
+        "expires_at": expires,
+        "last_used_at": used,
+        "revoked_at": revoked,
+    }
+
+
+def _info(row: tuple[Any, ...]) -> KeyInfo:
+    return KeyInfo(**_fields(row))
 
 
 def check_grant(creator: Principal, request: KeyIn) -> None:
@@ -146,7 +151,7 @@ def create_key(db: Database, request: KeyIn, *, created_by: str = "cli") -> Crea
              expires),
         ).fetchone()  # fmt: skip
         assert row is not None
-        info = _info(row)
+        created = CreatedKey(**_fields(row), key=key)
         audit.write(
             conn,
             tenant=request.tenant,
@@ -155,7 +160,7 @@ def create_key(db: Database, request: KeyIn, *, created_by: str = "cli") -> Crea
             target=prefix,
             detail={"scopes": request.scopes, "all_tenants": request.all_tenants},
         )
-    return CreatedKey(key, info)
+    return created
 
 
 def list_keys(db: Database, *, tenant: str | None, include_revoked: bool = False) -> list[KeyInfo]:

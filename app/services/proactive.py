@@ -7,14 +7,14 @@ just surfaced), so repeated calls do not suggest the same thing twice.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.services.inputs import Text
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, record_hits, search
+from app.services.search import SearchHit, SearchHitView, SearchRequest, record_hits, search
 from app.services.text import tokens
 
 CONTAINED_SHARE = 0.8
@@ -37,7 +37,22 @@ class ProactiveIn(BaseModel):
         return messages
 
 
-def proactive(elephant: Elephant, tenant: str, request: ProactiveIn) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """Hits left out: the conversation already says them, or they were just surfaced."""
+
+    already_in_conversation: int
+    recently_accessed: int
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestions:
+    query: str
+    suggestions: list[SearchHitView]
+    skipped: Skipped
+
+
+def proactive(elephant: Elephant, tenant: str, request: ProactiveIn) -> Suggestions:
     recent = [m for m in request.messages if m][-MESSAGES_IN_QUERY:]
     query = "\n".join(recent)[-4000:].strip()
     found = search(
@@ -52,25 +67,26 @@ def proactive(elephant: Elephant, tenant: str, request: ProactiveIn) -> dict[str
     cutoff = datetime.now(UTC) - timedelta(
         minutes=elephant.settings.search.recently_accessed_minutes
     )
-    suggestions, skipped = [], {"already_in_conversation": 0, "recently_accessed": 0}
+    suggestions: list[SearchHit] = []
+    contained = recently_accessed = 0
     for hit in found.hits:
         words = tokens(hit.text)
         if words and len(words & said) / len(words) >= CONTAINED_SHARE:
-            skipped["already_in_conversation"] += 1
+            contained += 1
             continue
         accessed = last_access.get(hit.id)
         if accessed is not None and accessed > cutoff:
-            skipped["recently_accessed"] += 1
+            recently_accessed += 1
             continue
         suggestions.append(hit)
         if len(suggestions) == request.max_results:
             break
     record_hits(elephant, tenant, suggestions)
-    return {
-        "query": query,
-        "suggestions": [hit.to_dict(explain=False) for hit in suggestions],
-        "skipped": skipped,
-    }
+    return Suggestions(
+        query=query,
+        suggestions=[hit.view(explain=False) for hit in suggestions],
+        skipped=Skipped(already_in_conversation=contained, recently_accessed=recently_accessed),
+    )
 
 
 def _last_access(elephant: Elephant, tenant: str, ids: list[str]) -> dict[str, datetime]:

@@ -15,6 +15,7 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from app.db.runtime import Connection, Database
@@ -115,25 +116,37 @@ def status(conn: Connection, job_id: int) -> str | None:
     return str(row[0]) if row else None
 
 
-def list_jobs(conn: Connection, state: str | None, limit: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A background job as an operator sees it (never its payload)."""
+
+    id: int
+    kind: str
+    status: str
+    attempts: int
+    max_attempts: int
+    run_after: datetime
+    last_error: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class JobsOverview:
+    """Jobs per status, and the latest jobs (newest first)."""
+
+    counts: dict[str, int]
+    jobs: list[JobInfo]
+
+
+def list_jobs(conn: Connection, state: str | None, limit: int) -> list[JobInfo]:
     rows = conn.execute(
         "SELECT id, kind, status, attempts, max_attempts, run_after, last_error, created_at, "
         "finished_at FROM jobs WHERE (%s::text IS NULL OR status = %s) "
         "ORDER BY id DESC LIMIT %s",
         (state, state, limit),
     ).fetchall()
-    keys = (
-        "id",
-        "kind",
-        "status",
-        "attempts",
-        "max_attempts",
-        "run_after",
-        "last_error",
-        "created_at",
-        "finished_at",
-    )
-    return [dict(zip(keys, row, strict=True)) for row in rows]
+    return [JobInfo(*row) for row in rows]
 
 
 def counts(conn: Connection) -> dict[str, int]:
@@ -141,6 +154,6 @@ def counts(conn: Connection) -> dict[str, int]:
     return {str(state): int(n) for state, n in rows}
 
 
-def overview(db: Database, tenant: str, state: str | None, limit: int) -> dict[str, Any]:
+def overview(db: Database, tenant: str, state: str | None, limit: int) -> JobsOverview:
     with db.tenant(tenant) as conn:
-        return {"counts": counts(conn), "jobs": list_jobs(conn, state, limit)}
+        return JobsOverview(counts=counts(conn), jobs=list_jobs(conn, state, limit))

@@ -9,9 +9,9 @@ transaction and the deletion is audited.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
 
 from app.errors import InvalidInput, NotFound
@@ -23,19 +23,17 @@ MAX_OFFSET = 1_000_000
 
 MemoryKind = Literal["note", "window"]
 FactStatus = Literal["active", "superseded", "retracted"]
+FactType = Literal["world", "experience", "inference"]
+
+R = TypeVar("R")
 
 
-class _Record(Protocol):
-    def to_dict(self) -> dict[str, Any]: ...
-
-
-R = TypeVar("R", bound=_Record)
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemoryRecord:
+    """A note or a conversation window, as ``GET /memories`` shows it."""
+
     id: str
-    kind: str
+    kind: MemoryKind
     text: str
     source: str
     importance: float
@@ -51,21 +49,28 @@ class MemoryRecord:
     last_accessed_at: datetime | None
     metadata: dict[str, Any]
     has_embedding: bool
-    facts: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    facts: int  # facts derived from it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class EntityLink:
+    """A fact's link to a graph entity: the fact is about it, or mentions it."""
+
+    key: str
+    link: Literal["about", "mentions"]
+
+
+@dataclass(frozen=True, slots=True)
 class FactRecord:
+    """An extracted fact with its validity in time and its graph links."""
+
     id: str
     text: str
     subject: str | None
-    fact_type: str
+    fact_type: FactType
     confidence: float
     importance: float
-    status: str
+    status: FactStatus
     valid_from: datetime | None
     valid_to: datetime | None
     recorded_at: datetime
@@ -76,34 +81,39 @@ class FactRecord:
     source: str | None
     source_turn_ids: list[str]
     observation_kind: str | None
-    entities: list[dict[str, str]]  # graph links: {key, link}
+    entities: list[EntityLink]
     metadata: dict[str, Any]
     created_at: datetime
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Page(Generic[R]):
+    """One page of rows, newest first, and where the next one starts (None: the last)."""
+
     items: list[R]
     total: int
     offset: int
     limit: int
+    next_offset: int | None = field(init=False)
 
-    @property
-    def next_offset(self) -> int | None:
+    def __post_init__(self) -> None:
         following = self.offset + len(self.items)
-        return following if following < self.total else None
+        object.__setattr__(self, "next_offset", following if following < self.total else None)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "items": [item.to_dict() for item in self.items],
-            "total": self.total,
-            "offset": self.offset,
-            "limit": self.limit,
-            "next_offset": self.next_offset,
-        }
+
+@dataclass(frozen=True, slots=True)
+class MemoryPage(Page[MemoryRecord]):
+    """A page of memories. Named, and its items restated, for the OpenAPI schema (which
+    does not resolve a subclassed generic)."""
+
+    items: list[MemoryRecord]
+
+
+@dataclass(frozen=True, slots=True)
+class FactPage(Page[FactRecord]):
+    """A page of facts, named for the OpenAPI schema (as MemoryPage)."""
+
+    items: list[FactRecord]
 
 
 def _check_page(limit: int, offset: int) -> None:
@@ -145,7 +155,7 @@ def list_memories(
     conversation: str | None = None,
     limit: int = 50,
     offset: int = 0,
-) -> Page[MemoryRecord]:
+) -> MemoryPage:
     """Newest first. ``conversation``: the caller's id for it or its uuid."""
     _check_page(limit, offset)
     params = {
@@ -159,7 +169,7 @@ def list_memories(
     rows, total = _page(
         elephant, tenant, _MEMORY_COLUMNS, f"{_MEMORY_FROM} {_MEMORY_FILTER}", "m", params
     )
-    return Page([MemoryRecord(*row) for row in rows], total, offset, limit)
+    return MemoryPage([MemoryRecord(*row) for row in rows], total, offset, limit)
 
 
 def get_memory(elephant: Elephant, tenant: str, memory_id: UUID) -> MemoryRecord:
@@ -190,6 +200,8 @@ _FACT_COLUMNS = """
                                ORDER BY fe.link, fe.entity_key)
               FROM fact_entities AS fe WHERE fe.fact_id = f.id), '[]'::jsonb),
     f.metadata, f.created_at"""
+# Where the entity links sit in a row: the columns are in FactRecord's field order.
+_ENTITIES = [f.name for f in fields(FactRecord)].index("entities")
 _FACT_FILTER = """
     WHERE (%(status)s::text IS NULL OR f.status = %(status)s)
       AND (%(source)s::text IS NULL OR f.source = %(source)s)
@@ -205,7 +217,7 @@ def list_facts(
     memory_id: UUID | None = None,
     limit: int = 50,
     offset: int = 0,
-) -> Page[FactRecord]:
+) -> FactPage:
     """Newest first; superseded and retracted facts included unless ``status`` says."""
     _check_page(limit, offset)
     params = {
@@ -218,7 +230,7 @@ def list_facts(
     rows, total = _page(
         elephant, tenant, _FACT_COLUMNS, f"FROM facts AS f {_FACT_FILTER}", "f", params
     )
-    return Page([FactRecord(*row) for row in rows], total, offset, limit)
+    return FactPage([_fact(row) for row in rows], total, offset, limit)
 
 
 def get_fact(elephant: Elephant, tenant: str, fact_id: UUID) -> FactRecord:
@@ -228,7 +240,14 @@ def get_fact(elephant: Elephant, tenant: str, fact_id: UUID) -> FactRecord:
         ).fetchone()
     if row is None:
         raise NotFound(f"no fact with id {fact_id} in this tenant")
-    return FactRecord(*row)
+    return _fact(row)
+
+
+def _fact(row: tuple[Any, ...]) -> FactRecord:
+    """A row of ``_FACT_COLUMNS``; its entity links arrive as a JSON list of {key, link}."""
+    values = list(row)
+    values[_ENTITIES] = [EntityLink(link["key"], link["link"]) for link in values[_ENTITIES]]
+    return FactRecord(*values)
 
 
 def delete_fact(

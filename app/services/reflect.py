@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from dataclasses import dataclass
 
+import msgspec
+from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.prompts import reflect as reflect_prompt
@@ -53,25 +55,60 @@ class ReflectIn(BaseModel):
     filters: SearchFilters = Field(default_factory=SearchFilters)
 
 
-def _source(number: int, hit: SearchHit) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ReflectSource:
+    """A numbered source the answer may cite as [n]; ``date``: its event (else commit) day."""
+
+    n: int
+    id: str
+    kind: str
+    date: str
+    source: str | None
+    text: str
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class ReflectUsage:
+    tokens_in: int
+    tokens_out: int
+    latency_ms: float
+
+
+class Reflection(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer with its citations and sources. Without an answer from the LLM (none
+    configured, none reachable, nothing found) ``note`` says why."""
+
+    question: str
+    route: Route
+    answer: str | None
+    citations: list[int]
+    sources: list[ReflectSource]
+    search_elapsed_ms: float
+    reflect_model: str | None
+    usage: ReflectUsage | None
+    note: str | UnsetType = UNSET
+
+
+def _source(number: int, hit: SearchHit) -> ReflectSource:
     when = hit.event_at or hit.created_at
-    return {
-        "n": number,
-        "id": hit.id,
-        "kind": hit.kind,
-        "date": when.date().isoformat(),
-        "source": hit.source,
-        "text": hit.text,
-        "score": round(hit.score, 6),
-    }
+    return ReflectSource(
+        n=number,
+        id=hit.id,
+        kind=hit.kind,
+        date=when.date().isoformat(),
+        source=hit.source,
+        text=hit.text,
+        score=round(hit.score, 6),
+    )
 
 
-def context_block(sources: list[dict[str, Any]], max_chars: int) -> tuple[str, int]:
+def context_block(sources: list[ReflectSource], max_chars: int) -> tuple[str, int]:
     """'[n] (date, source) text' lines, as many whole sources as fit; returns (block, count)."""
     lines: list[str] = []
     used = 0
     for source in sources:
-        line = f"[{source['n']}] ({source['date']}, {source['source']}) {source['text']}"
+        line = f"[{source.n}] ({source.date}, {source.source}) {source.text}"
         if lines and used + len(line) > max_chars:
             break
         lines.append(line[:max_chars])
@@ -79,7 +116,7 @@ def context_block(sources: list[dict[str, Any]], max_chars: int) -> tuple[str, i
     return "\n".join(lines), len(lines)
 
 
-def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> dict[str, Any]:
+def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> Reflection:
     route = classify(request.q)
     started = time.perf_counter()
     found = search(
@@ -95,24 +132,28 @@ def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> dict[str, An
     sources = [_source(n, hit) for n, hit in enumerate(found.hits, start=1)]
     block, shown = context_block(sources, elephant.settings.reflect.max_context_chars)
     sources = sources[:shown]
-    result: dict[str, Any] = {
-        "question": request.q,
-        "route": route,
-        "answer": None,
-        "citations": [],
-        "sources": sources,
-        "search_elapsed_ms": search_ms,
-        "reflect_model": None,
-        "usage": None,
-    }
+    result = Reflection(
+        question=request.q,
+        route=route,
+        answer=None,
+        citations=[],
+        sources=sources,
+        search_elapsed_ms=search_ms,
+        reflect_model=None,
+        usage=None,
+    )
     llm = elephant.llm
     if llm is None:
-        result["note"] = "no LLM configured: returning the top sources without a synthesised answer"
-        return result
+        return msgspec.structs.replace(
+            result,
+            note="no LLM configured: returning the top sources without a synthesised answer",
+        )
     if not sources:
-        result["answer"] = "Nothing in memory matches this question."
-        result["note"] = "no sources found; the LLM was not called"
-        return result
+        return msgspec.structs.replace(
+            result,
+            answer="Nothing in memory matches this question.",
+            note="no sources found; the LLM was not called",
+        )
     with elephant.db.tenant(tenant) as conn:
         try:
             reply = llm.complete_json(
@@ -123,24 +164,25 @@ def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> dict[str, An
             )
         except LLMError as exc:
             record_usage(conn, tenant, "reflect", exc.usage, ok=False, error=exc.message)
-            result["note"] = f"LLM unavailable ({exc.message}): returning the top sources"
-            return result
+            return msgspec.structs.replace(
+                result, note=f"LLM unavailable ({exc.message}): returning the top sources"
+            )
         record_usage(conn, tenant, "reflect", reply.usage, ok=True)
-    valid = {source["n"] for source in sources}
+    valid = {source.n for source in sources}
     cited = [n for n in dict.fromkeys(reply.value.citations) if n in valid]
     cited += [
         int(n)
         for n in re.findall(r"\[(\d+)\]", reply.value.answer)
         if int(n) in valid and int(n) not in cited
     ]
-    result.update(
+    return msgspec.structs.replace(
+        result,
         answer=reply.value.answer,
         citations=cited,
         reflect_model=f"{llm.provider}:{llm.model}",
-        usage={
-            "tokens_in": reply.usage.tokens_in,
-            "tokens_out": reply.usage.tokens_out,
-            "latency_ms": round(reply.usage.latency_ms, 2),
-        },
+        usage=ReflectUsage(
+            tokens_in=reply.usage.tokens_in,
+            tokens_out=reply.usage.tokens_out,
+            latency_ms=round(reply.usage.latency_ms, 2),
+        ),
     )
-    return result

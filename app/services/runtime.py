@@ -1,27 +1,32 @@
 """The running Elephant: settings, database, embedder and LLM, built once and shared.
 
 The API, the MCP adapter and the CLI each hold one of these and call the service
-functions with it; nothing here is created at import time.
+functions with it; nothing here is created at import time. Background threads (the
+job worker, app/services/worker.py) are started by whoever starts the application
+and handed to ``stop_on_close``; the runtime knows them only as things to stop.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder, build_embedder
-from app.providers.llm import LLM
+from app.providers.llm import LLM, build_llm
 from app.providers.reranker import HTTPReranker, build_reranker
 from app.services.access import AccessRecorder
 from app.services.graph.age import AGEGraphStore
 from app.services.leases import LeaseKeeper
 
-if TYPE_CHECKING:
-    from app.services.worker import Worker
-
 log = logging.getLogger(__name__)
+
+
+class Stoppable(Protocol):
+    """A background task of this process (the job worker) that ends when asked."""
+
+    def stop(self) -> None: ...
 
 
 class Elephant:
@@ -34,7 +39,7 @@ class Elephant:
         self.db = db
         self.embedder = embedder
         self.llm = llm
-        self.worker: Worker | None = None
+        self._background: list[Stoppable] = []
         self.access = AccessRecorder(db)
         self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
         self.graph = AGEGraphStore(db)
@@ -55,8 +60,6 @@ class Elephant:
         if db is None:
             database.open()
         if llm is None and use_llm_from_settings:
-            from app.providers.llm import build_llm
-
             llm = build_llm(settings.llm)
         return cls(
             settings=settings,
@@ -65,13 +68,9 @@ class Elephant:
             llm=llm,
         )
 
-    def start_worker(self) -> None:
-        """Drain the job queue in a background thread of this process."""
-        from app.services.worker import Worker
-
-        if self.worker is None:
-            self.worker = Worker(self)
-            self.worker.start()
+    def stop_on_close(self, task: Stoppable) -> None:
+        """Stop ``task`` when the providers close, before unfinished jobs are handed back."""
+        self._background.append(task)
 
     def close(self) -> None:
         self.close_providers()
@@ -79,9 +78,8 @@ class Elephant:
 
     def close_providers(self) -> None:
         """Stop the worker and release HTTP clients and threads; the database stays open."""
-        if self.worker is not None:
-            self.worker.stop()
-            self.worker = None
+        while self._background:
+            self._background.pop().stop()
         self.leases.close()
         self.access.close()
         if self.reranker is not None:

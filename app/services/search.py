@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from typing import Any, Literal
 
+import msgspec
+from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.db.resources import load_sql
+from app.db.resources import load_statement
 from app.db.runtime import Connection
 from app.prompts import paraphrase as paraphrase_prompt
 from app.providers.llm import LLMError
@@ -83,6 +85,40 @@ class SearchRequest(_Input):
     )
 
 
+@dataclass(frozen=True, slots=True)
+class LaneRanks:
+    """A hit's rank (1 = best) in each lane of the fused statement; None: not found there."""
+
+    windows: int | None
+    facts: int | None
+    keyword: int | None
+    graph: int | None
+
+
+class SearchHitView(msgspec.Struct, frozen=True, kw_only=True):
+    """One hit as the API returns it. ``rrf``, ``prior`` and ``variants`` only with explain;
+    ``rerank_score`` with explain, or whenever the reranker scored the hit."""
+
+    id: str
+    kind: str
+    text: str
+    source: str | None
+    score: float
+    created_at: datetime
+    event_at: datetime | None
+    valid_to: datetime | None
+    subject: str | None
+    status: str | None
+    memory_id: str | None
+    source_turn_ids: list[str]
+    importance: float
+    ranks: LaneRanks
+    rrf: float | UnsetType = UNSET
+    prior: float | UnsetType = UNSET
+    variants: list[int] | UnsetType = UNSET
+    rerank_score: float | UnsetType | None = UNSET
+
+
 @dataclass
 class SearchHit:
     id: str
@@ -98,24 +134,97 @@ class SearchHit:
     memory_id: str | None
     source_turn_ids: list[str]
     importance: float
-    ranks: dict[str, int | None]
+    ranks: LaneRanks
     rrf: float
     prior: float
     variants: list[int]
     rerank_score: float | None = None
 
-    def to_dict(self, explain: bool) -> dict[str, Any]:
-        body = asdict(self)
-        body["score"] = round(self.score, 6)
-        if not explain:
-            for key in ("rrf", "prior", "variants"):
-                body.pop(key)
-            if self.rerank_score is None:
-                body.pop("rerank_score")
-        else:
-            body["rrf"] = round(self.rrf, 6)
-            body["prior"] = round(self.prior, 6)
-        return body
+    def view(self, explain: bool) -> SearchHitView:
+        shown = SearchHitView(
+            id=self.id,
+            kind=self.kind,
+            text=self.text,
+            source=self.source,
+            score=round(self.score, 6),
+            created_at=self.created_at,
+            event_at=self.event_at,
+            valid_to=self.valid_to,
+            subject=self.subject,
+            status=self.status,
+            memory_id=self.memory_id,
+            source_turn_ids=self.source_turn_ids,
+            importance=self.importance,
+            ranks=self.ranks,
+        )
+        if explain:
+            return msgspec.structs.replace(
+                shown,
+                rrf=round(self.rrf, 6),
+                prior=round(self.prior, 6),
+                variants=self.variants,
+                rerank_score=self.rerank_score,
+            )
+        if self.rerank_score is not None:
+            return msgspec.structs.replace(shown, rerank_score=self.rerank_score)
+        return shown
+
+
+@dataclass(frozen=True, slots=True)
+class GraphLaneReport:
+    """Entity keys the query names, and their 1-hop neighbours (the graph lane's input)."""
+
+    named: list[str]
+    neighbours: list[str]
+
+
+class RerankReport(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether the reranker reordered the pool: model, pool and time when it did; the
+    reason (and the fallback order) when it did not."""
+
+    used: bool
+    fallback: str | UnsetType = UNSET
+    reason: str | UnsetType = UNSET
+    model: str | UnsetType = UNSET
+    pool: int | UnsetType = UNSET
+    elapsed_ms: float | UnsetType = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class RecencyPrior:
+    weight: float
+    half_life_days: float
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTimings:
+    """Milliseconds: embedding the variants, the SQL statement, the whole search."""
+
+    embedding: float
+    sql: float
+    total: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchExplain:
+    variants: list[str]
+    lanes: dict[str, int]
+    keyword_engine: str
+    graph: GraphLaneReport
+    reranker: RerankReport
+    rrf_k: int
+    recency_prior: RecencyPrior
+    timings_ms: SearchTimings
+
+
+class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """What /search returns; ``explain`` only when asked for."""
+
+    query: str
+    count: int
+    results: list[SearchHitView]
+    explain: SearchExplain | UnsetType = UNSET
 
 
 @dataclass
@@ -123,24 +232,24 @@ class SearchResult:
     query: str
     hits: list[SearchHit]
     variants: list[str]
-    explain: dict[str, Any] | None = field(default=None)
+    explain: SearchExplain | None = field(default=None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def response(self) -> SearchResponse:
         explaining = self.explain is not None
-        body: dict[str, Any] = {
-            "query": self.query,
-            "count": len(self.hits),
-            "results": [hit.to_dict(explaining) for hit in self.hits],
-        }
-        if explaining:
-            body["explain"] = self.explain
-        return body
+        return SearchResponse(
+            query=self.query,
+            count=len(self.hits),
+            results=[hit.view(explaining) for hit in self.hits],
+            explain=UNSET if self.explain is None else self.explain,
+        )
 
 
 @cache
 def statement(engine: str) -> str:
-    lane = load_sql("keyword_bm25.sql" if engine == "bm25" else "keyword_tsvector.sql")
-    return load_sql("hybrid_search.sql").replace("{keyword_lane}", lane.rstrip())
+    """sql/hybrid_search.sql with its slots filled: the filters (sql/memory_filters.sql,
+    sql/fact_filters.sql) and the keyword lane of ``engine`` ("bm25" or "tsvector")."""
+    lane = "keyword_bm25.sql" if engine == "bm25" else "keyword_tsvector.sql"
+    return load_statement("hybrid_search.sql", keyword_lane=lane)
 
 
 def keyword_engine(elephant: Elephant) -> str:
@@ -238,7 +347,7 @@ def search(
         rows = conn.execute(statement(engine), params).fetchall()
         sql_ms = (time.perf_counter() - sql_started) * 1000
     hits = [_hit(row) for row in rows]
-    rerank_report: dict[str, Any] = {"used": False, "reason": "off"}
+    rerank_report = RerankReport(used=False, reason="off")
     if reranking and hits:
         hits, rerank_report = _rerank(elephant, request.query, hits)
     hits = hits[:limit]
@@ -246,24 +355,24 @@ def search(
         record_hits(elephant, tenant, hits)
     result = SearchResult(query=request.query, hits=hits, variants=variants)
     if request.explain:
-        result.explain = {
-            "variants": variants,
-            "lanes": lanes,
-            "keyword_engine": engine,
-            "graph": {"named": named, "neighbours": neighbours},
-            "reranker": rerank_report,
-            "rrf_k": settings.rrf_k,
-            "recency_prior": {
-                "weight": params["recency_weight"],
-                "half_life_days": settings.half_life_days,
-                "on": params["recency_weight"] > 0,
-            },
-            "timings_ms": {
-                "embedding": round(embed_ms, 2),
-                "sql": round(sql_ms, 2),
-                "total": round((time.perf_counter() - started) * 1000, 2),
-            },
-        }
+        result.explain = SearchExplain(
+            variants=variants,
+            lanes=lanes,
+            keyword_engine=engine,
+            graph=GraphLaneReport(named=named, neighbours=neighbours),
+            reranker=rerank_report,
+            rrf_k=settings.rrf_k,
+            recency_prior=RecencyPrior(
+                weight=params["recency_weight"],
+                half_life_days=settings.half_life_days,
+                on=params["recency_weight"] > 0,
+            ),
+            timings_ms=SearchTimings(
+                embedding=round(embed_ms, 2),
+                sql=round(sql_ms, 2),
+                total=round((time.perf_counter() - started) * 1000, 2),
+            ),
+        )
     return result
 
 
@@ -363,12 +472,9 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         memory_id=str(memory_id) if memory_id else None,
         source_turn_ids=list(source_turn_ids or []),
         importance=float(importance),
-        ranks={
-            "windows": windows_rank,
-            "facts": facts_rank,
-            "keyword": keyword_rank,
-            "graph": graph_rank,
-        },
+        ranks=LaneRanks(
+            windows=windows_rank, facts=facts_rank, keyword=keyword_rank, graph=graph_rank
+        ),
         rrf=float(rrf),
         prior=float(prior),
         variants=sorted(int(v) for v in variants),
@@ -383,23 +489,20 @@ def rerank_document(hit: SearchHit) -> str:
 
 def _rerank(
     elephant: Elephant, query: str, hits: list[SearchHit]
-) -> tuple[list[SearchHit], dict[str, Any]]:
+) -> tuple[list[SearchHit], RerankReport]:
     """Reorder the fused pool; on any reranker failure keep the fused order and say why."""
     assert elephant.reranker is not None
     try:
         reranked = elephant.reranker.rerank(query, [rerank_document(hit) for hit in hits])
     except RerankerError as exc:
-        return hits, {"used": False, "fallback": "fused order", "reason": exc.message}
+        return hits, RerankReport(used=False, fallback="fused order", reason=exc.message)
     ordered = []
     for index, score in reranked.order:
         hits[index].rerank_score = score
         ordered.append(hits[index])
-    report = {
-        "used": True,
-        "model": reranked.model,
-        "pool": len(hits),
-        "elapsed_ms": round(reranked.elapsed_ms, 2),
-    }
+    report = RerankReport(
+        used=True, model=reranked.model, pool=len(hits), elapsed_ms=round(reranked.elapsed_ms, 2)
+    )
     return ordered, report
 
 

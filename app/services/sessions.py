@@ -17,14 +17,15 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.errors import InvalidInput, NotFound
 from app.prompts import handoff as handoff_prompt
 from app.providers.llm import LLMError, LLMUsage
-from app.services.commit import ConversationIn, TurnIn, commit_conversation
+from app.services.commit import ConversationIn, TurnIn, WindowCounts, commit_conversation
 from app.services.inputs import Label, Metadata, NonBlank, ShortText, Text, When, require_text
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
@@ -242,12 +243,44 @@ def _clip(text: str, limit: int) -> str:
     return text if text[-1] in ".!?…" else text + "."
 
 
+# ------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """What the next session of the project needs; ``created_at`` is an ISO 8601 string."""
+
+    id: int
+    project: str
+    created_at: str
+    conversation_id: str | None
+    summary: str
+    decisions: list[str]
+    open_questions: list[str]
+    next_steps: list[str]
+    generator: str
+
+
+class SessionClosed(msgspec.Struct, frozen=True, kw_only=True):
+    """The stored session and its handoff; ``note`` when the LLM failed and the handoff is
+    the offline one."""
+
+    project: str
+    conversation_id: str
+    turns: int
+    windows: WindowCounts
+    facts: int | None
+    job_statuses: list[str] | None
+    handoff: Handoff
+    note: str | UnsetType = UNSET
+
+
 # ------------------------------------------------------------------ close and fetch
 
 
 def close_session(
     elephant: Elephant, tenant: str, request: SessionCloseIn, *, wait: bool = True
-) -> dict[str, Any]:
+) -> SessionClosed:
     """Store the session, extract its facts (now with ``wait``), write and return the handoff."""
     settings = elephant.settings.commit
     turns = request.turns or split_transcript(request.transcript or "", settings.max_text_chars)
@@ -290,29 +323,26 @@ def close_session(
             ),
         ).fetchone()
     assert row is not None
-    summary = stored.to_dict()
-    result: dict[str, Any] = {
-        "project": request.project,
-        "conversation_id": stored.conversation_id,
-        "turns": stored.turns,
-        "windows": {key: summary["windows"][key] for key in ("stored", "duplicate", "rejected")},
-        "facts": stored.facts,
-        "job_statuses": stored.job_statuses,
-        "handoff": {
-            "id": int(row[0]),
-            "project": request.project,
-            "created_at": row[1].isoformat(),
-            "conversation_id": stored.conversation_id,
-            "summary": draft.summary,
-            "decisions": draft.decisions,
-            "open_questions": draft.open_questions,
-            "next_steps": draft.next_steps,
-            "generator": generator,
-        },
-    }
-    if failure:
-        result["note"] = f"LLM unavailable ({failure}): wrote the offline handoff"
-    return result
+    return SessionClosed(
+        project=request.project,
+        conversation_id=stored.conversation_id,
+        turns=stored.turns,
+        windows=stored.window_counts(),
+        facts=stored.facts,
+        job_statuses=stored.job_statuses,
+        handoff=Handoff(
+            id=int(row[0]),
+            project=request.project,
+            created_at=row[1].isoformat(),
+            conversation_id=stored.conversation_id,
+            summary=draft.summary,
+            decisions=draft.decisions,
+            open_questions=draft.open_questions,
+            next_steps=draft.next_steps,
+            generator=generator,
+        ),
+        note=f"LLM unavailable ({failure}): wrote the offline handoff" if failure else UNSET,
+    )
 
 
 def _draft(
@@ -347,7 +377,7 @@ def check_project(project: str) -> str:
     return value
 
 
-def get_handoff(elephant: Elephant, tenant: str, project: str) -> dict[str, Any]:
+def get_handoff(elephant: Elephant, tenant: str, project: str) -> Handoff:
     """The latest handoff of the project; NotFound when no session of it was closed."""
     project = check_project(project)
     with elephant.db.tenant(tenant) as conn:
@@ -362,14 +392,14 @@ def get_handoff(elephant: Elephant, tenant: str, project: str) -> dict[str, Any]
             f"no handoff for project {project!r} in this tenant: close a session of it first "
             "(close_session)"
         )
-    return {
-        "id": int(row[0]),
-        "project": row[1],
-        "created_at": row[2].isoformat(),
-        "conversation_id": str(row[3]) if row[3] else None,
-        "summary": row[4],
-        "decisions": list(row[5]),
-        "open_questions": list(row[6]),
-        "next_steps": list(row[7]),
-        "generator": row[8],
-    }
+    return Handoff(
+        id=int(row[0]),
+        project=row[1],
+        created_at=row[2].isoformat(),
+        conversation_id=str(row[3]) if row[3] else None,
+        summary=row[4],
+        decisions=list(row[5]),
+        open_questions=list(row[6]),
+        next_steps=list(row[7]),
+        generator=row[8],
+    )

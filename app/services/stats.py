@@ -2,16 +2,85 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from app.db.runtime import Connection
 from app.services import queue
 from app.services.runtime import Elephant
 
 INDEXED_TABLES = ("memories", "facts", "turns", "admission_log", "jobs")
+STORAGE_NOTE = "table and index sizes cover every tenant of the database"
 
 
-def stats(elephant: Elephant, tenant: str) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class StatsMemories:
+    total: int
+    by_kind: dict[str, int]
+    by_source: dict[str, int]
+    text_bytes: int
+    without_embedding: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatsFacts:
+    total: int
+    by_status: dict[str, int]
+    by_source: dict[str, int]
+    text_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class RelationCounts:
+    current: int
+    closed: int
+
+
+class StatsGraph(msgspec.Struct, frozen=True, kw_only=True):
+    """The tenant's knowledge graph; only ``available`` when the graph extension is absent."""
+
+    available: bool
+    entities: int | UnsetType = UNSET
+    relations: dict[str, RelationCounts] | UnsetType = UNSET
+    observations: int | UnsetType = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class StatsIndex:
+    table: str
+    name: str
+    method: str
+    valid: bool
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatsStorage:
+    note: str
+    tables_bytes: dict[str, int]
+    indexes: list[StatsIndex]
+
+
+@dataclass(frozen=True, slots=True)
+class StatsReport:
+    """What a tenant has stored (``jobs``: count per status), and the state of the indexes."""
+
+    tenant: str
+    memories: StatsMemories
+    facts: StatsFacts
+    conversations: int
+    turns: int
+    contradictions: int
+    jobs: dict[str, int]
+    graph: StatsGraph
+    keyword_engine: str
+    storage: StatsStorage
+
+
+def stats(elephant: Elephant, tenant: str) -> StatsReport:
     with elephant.db.tenant(tenant) as conn:
         memories = conn.execute(
             "SELECT kind, source, count(*), coalesce(sum(octet_length(text)), 0), "
@@ -41,51 +110,56 @@ def stats(elephant: Elephant, tenant: str) -> dict[str, Any]:
             (list(INDEXED_TABLES),),
         ).fetchall()
     assert counts is not None
-    return {
-        "tenant": tenant,
-        "memories": {
-            "total": sum(row[2] for row in memories),
-            "by_kind": _sum_by(memories, 0),
-            "by_source": _sum_by(memories, 1),
-            "text_bytes": sum(row[3] for row in memories),
-            "without_embedding": sum(row[4] for row in memories),
-        },
-        "facts": {
-            "total": sum(row[2] for row in facts),
-            "by_status": _sum_by(facts, 0),
-            "by_source": _sum_by(facts, 1),
-            "text_bytes": sum(row[3] for row in facts),
-        },
-        "conversations": counts[0],
-        "turns": counts[1],
-        "contradictions": counts[2],
-        "jobs": jobs,
-        "graph": graph,
-        "keyword_engine": _engine(elephant),
-        "storage": {
-            "note": "table and index sizes cover every tenant of the database",
-            "tables_bytes": {name: size for name, size in tables},
-            "indexes": [
-                {"table": table, "name": name, "method": method, "valid": valid, "bytes": size}
+    return StatsReport(
+        tenant=tenant,
+        memories=StatsMemories(
+            total=sum(row[2] for row in memories),
+            by_kind=_sum_by(memories, 0),
+            by_source=_sum_by(memories, 1),
+            text_bytes=sum(row[3] for row in memories),
+            without_embedding=sum(row[4] for row in memories),
+        ),
+        facts=StatsFacts(
+            total=sum(row[2] for row in facts),
+            by_status=_sum_by(facts, 0),
+            by_source=_sum_by(facts, 1),
+            text_bytes=sum(row[3] for row in facts),
+        ),
+        conversations=counts[0],
+        turns=counts[1],
+        contradictions=counts[2],
+        jobs=jobs,
+        graph=graph,
+        keyword_engine=_engine(elephant),
+        storage=StatsStorage(
+            note=STORAGE_NOTE,
+            tables_bytes={name: size for name, size in tables},
+            indexes=[
+                StatsIndex(table=table, name=name, method=method, valid=valid, bytes=size)
                 for table, name, method, valid, size in indexes
             ],
-        },
-    }
+        ),
+    )
 
 
-def _graph(elephant: Elephant, conn: Connection, tenant: str) -> dict[str, Any]:
+def _graph(elephant: Elephant, conn: Connection, tenant: str) -> StatsGraph:
     from app.services.graph.linking import graph_available
 
     if not graph_available(elephant):
-        return {"available": False}
+        return StatsGraph(available=False)
     observations = conn.execute(
         "SELECT count(*) FROM facts WHERE observation_kind IS NOT NULL AND status = 'active'"
     ).fetchone()
-    return {
-        "available": True,
-        **elephant.graph.counts(conn, tenant),
-        "observations": int(observations[0]) if observations else 0,
-    }
+    counts = elephant.graph.counts(conn, tenant)
+    return StatsGraph(
+        available=True,
+        entities=counts["entities"],
+        relations={
+            relation: RelationCounts(current=n["current"], closed=n["closed"])
+            for relation, n in counts["relations"].items()
+        },
+        observations=int(observations[0]) if observations else 0,
+    )
 
 
 def _sum_by(rows: list[tuple[Any, ...]], column: int) -> dict[str, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,15 +29,12 @@ class OwnerIn(BaseModel):
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Owner:
     """The owner in force, and whether the tenant set it or the settings default applies."""
 
     owner: str
     source: Literal["tenant", "settings"]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"owner": self.owner, "source": self.source}
 
 
 def tenant_owner(conn: Connection, elephant: Elephant, tenant: str) -> Owner:

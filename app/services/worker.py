@@ -1,122 +1,20 @@
-"""Drains the job queue: in a thread of `elephant serve`, or as `elephant worker`.
+"""The background worker: a thread that drains the job queue until stopped.
 
-A job runs inside its tenant's transaction; if it raises, that transaction rolls
-back and the failure (error text, attempt count, next run time) is recorded in a
-new one, so nothing is half-written and nothing is lost.
+Whoever starts the application starts it (the API's start-up, ``elephant serve``,
+``elephant mcp``, ``elephant worker``); the runtime only stops it when it closes.
+Running a job is app/services/jobs.py.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable
 
-import psycopg
-
-from app.db.runtime import Connection
 from app.errors import ElephantError
-from app.providers.llm import LLMError
-from app.services import queue
-from app.services.facts.pipeline import run_extraction
+from app.services.jobs import drain
 from app.services.runtime import Elephant
-from app.services.usage import record_usage
 
 log = logging.getLogger(__name__)
-
-Handler = Callable[[Elephant, Connection, queue.Job], int]
-
-
-def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) -> int:
-    """Give vectors to memories and facts stored while the embedder was down."""
-    done = 0
-    for table, text in (("memories", "text"), ("facts", "coalesce(subject || ': ', '') || text")):
-        rows = conn.execute(
-            f"SELECT id, {text} FROM {table} WHERE embedding IS NULL ORDER BY created_at LIMIT 500"
-        ).fetchall()
-        if not rows:
-            continue
-        vectors = elephant.embedder.embed_documents([value for _, value in rows])
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                f"UPDATE {table} SET embedding = %s WHERE id = %s",
-                [(vector, row_id) for (row_id, _), vector in zip(rows, vectors, strict=True)],
-            )
-        done += len(rows)
-    return done
-
-
-HANDLERS: dict[str, Handler] = {
-    "extract_facts": run_extraction,
-    "embed_memories": backfill_embeddings,
-}
-
-
-def run_job(elephant: Elephant, job: queue.Job) -> int:
-    """Run one claimed job to done, or record its failure; returns the handler's count."""
-    handler = HANDLERS.get(job.kind)
-    try:
-        if handler is None:
-            raise ElephantError(f"unknown job kind {job.kind!r}")
-        with elephant.leases.holding(job.id), elephant.db.tenant(job.tenant_id) as conn:
-            count = handler(elephant, conn, job)
-            queue.complete(conn, job)
-        return count
-    except (ElephantError, psycopg.Error) as exc:
-        _record_failure(elephant, job, exc)
-        return 0
-    except Exception as exc:
-        log.exception("job %s (%s) crashed", job.id, job.kind)
-        _record_failure(elephant, job, exc)
-        return 0
-
-
-def _record_failure(elephant: Elephant, job: queue.Job, exc: BaseException) -> None:
-    message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-    with elephant.db.tenant(job.tenant_id) as conn:
-        if isinstance(exc, LLMError):
-            record_usage(conn, job.tenant_id, job.kind, exc.usage, ok=False, error=message)
-        state = queue.fail(conn, job, message, elephant.settings.worker.backoff_s)
-    log.warning(
-        "job %s (%s) attempt %s failed, now %s: %s", job.id, job.kind, job.attempts, state, message
-    )
-
-
-def drain(elephant: Elephant, *, limit: int | None = None) -> int:
-    """Run claimable jobs until none is left (or ``limit`` ran); returns how many ran."""
-    ran = 0
-    while limit is None or ran < limit:
-        with elephant.db.worker_connection() as conn, conn.transaction():
-            jobs = queue.claim(conn, 1)
-        if not jobs:
-            return ran
-        run_job(elephant, jobs[0])
-        ran += 1
-    return ran
-
-
-def run_job_now(
-    elephant: Elephant, tenant: str, job_id: int, timeout_s: float = 300.0
-) -> tuple[int, str]:
-    """``?wait=true``: run this job in the caller's thread, or wait for the worker that has it.
-
-    Returns (facts stored by this call, the job's status afterwards). A job that still
-    reads "queued" but cannot be claimed is being claimed by a worker at this moment (its
-    row is locked, its claim not yet committed): keep trying until one of us has it.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        with elephant.db.tenant(tenant) as conn:
-            job = queue.claim_one(conn, job_id)
-        if job is not None:
-            count = run_job(elephant, job)
-            with elephant.db.tenant(tenant) as conn:
-                return count, queue.status(conn, job_id) or "missing"
-        with elephant.db.tenant(tenant) as conn:
-            state = queue.status(conn, job_id) or "missing"
-        if state not in ("queued", "running") or time.monotonic() > deadline:
-            return 0, state
-        time.sleep(0.05)
 
 
 class Worker:
@@ -146,3 +44,11 @@ class Worker:
                 ran = 0
             if ran == 0:
                 self._stop.wait(interval)
+
+
+def start_worker(elephant: Elephant) -> Worker:
+    """Drain the job queue in a background thread of this process until ``elephant`` closes."""
+    worker = Worker(elephant)
+    elephant.stop_on_close(worker)
+    worker.start()
+    return worker

@@ -52,6 +52,33 @@ def _label(relation_type: str) -> sql.Identifier:
     return sql.Identifier(relation_type)
 
 
+def cypher_statement(
+    tenant: str, query: str, columns: Sequence[str] = ("r",), *, label: str | None = None
+) -> sql.Composed:
+    """``SELECT * FROM cypher(graph, $cypher$query$cypher$, %s)``: the one place text is
+    spliced into a graph statement, so each spliced piece is checked here (and the checks
+    raise, never ``assert``: they must hold under ``python -O`` too)."""
+    graph = graph_name(tenant)
+    if not _GRAPH_NAME.match(graph):
+        raise ValueError(f"graph name {graph!r} of tenant {tenant!r} is not safe to splice")
+    if label is not None:
+        _label(label)
+    cypher_text = query if label is None else query.replace("<LABEL>", label)
+    # AGE wants the query as a dollar-quoted constant; the text is ours, never a caller's.
+    if "$cypher$" in cypher_text or "%" in cypher_text:
+        raise ValueError(f"Cypher text may not contain '$cypher$' or '%': {cypher_text!r}")
+    return sql.SQL(
+        "SELECT * FROM ag_catalog.cypher({graph}, $cypher${query}$cypher$, "
+        "%s::ag_catalog.agtype) AS ({cols})"
+    ).format(
+        graph=sql.Literal(graph),
+        query=sql.SQL(cypher_text),
+        cols=sql.SQL(", ").join(
+            sql.SQL("{} ag_catalog.agtype").format(sql.Identifier(column)) for column in columns
+        ),
+    )
+
+
 class AGEGraphStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -70,23 +97,7 @@ class AGEGraphStore:
         *,
         label: str | None = None,
     ) -> list[tuple[Any, ...]]:
-        graph = graph_name(tenant)
-        assert _GRAPH_NAME.match(graph)
-        cypher_text = query if label is None else query.replace("<LABEL>", label)
-        if label is not None:
-            _label(label)
-        # AGE wants the query as a dollar-quoted constant; the text is ours, never a caller's.
-        assert "$cypher$" not in cypher_text and "%" not in cypher_text
-        statement = sql.SQL(
-            "SELECT * FROM ag_catalog.cypher({graph}, $cypher${query}$cypher$, "
-            "%s::ag_catalog.agtype) AS ({cols})"
-        ).format(
-            graph=sql.Literal(graph),
-            query=sql.SQL(cypher_text),
-            cols=sql.SQL(", ").join(
-                sql.SQL("{} ag_catalog.agtype").format(sql.Identifier(column)) for column in columns
-            ),
-        )
+        statement = cypher_statement(tenant, query, columns, label=label)
         rows = conn.execute(statement, (json.dumps(params),)).fetchall()
         return [tuple(_decode(value) for value in row) for row in rows]
 

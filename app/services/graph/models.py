@@ -1,11 +1,17 @@
-"""Inputs of the graph operations: strict shapes whose descriptions an agent can act on."""
+"""Inputs of the graph operations: strict shapes whose descriptions an agent can act on,
+and the typed results the operations return (what the API, the MCP tools and the CLI send)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any, Self, cast
 
+import msgspec
+from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.services.graph import vocabulary as vocab
+from app.services.graph.store import Entity, Relation
 from app.services.inputs import NON_BLANK, TEXT, Name, Text, When
 
 NAME = Field(description="Entity name; case and spacing ignored.")
@@ -17,6 +23,14 @@ Reference = Annotated[str, Field(min_length=1, max_length=4000), NON_BLANK]
 """An observation named by its text or its id."""
 
 
+def _alternatives(names: tuple[str, ...]) -> str:
+    return " | ".join(names)
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -24,7 +38,7 @@ class _In(BaseModel):
 class ObservationIn(_In):
     content: Statement = Field(description="One atomic statement.")
     kind: Text = Field(
-        "note", description="note | decided | rejected | because | touches (default note)."
+        "note", description=f"{_alternatives(vocab.OBSERVATION_KINDS)} (default note)."
     )
 
 
@@ -32,12 +46,12 @@ class EntityIn(_In):
     name: Name = NAME
     entity_type: Text | None = Field(
         None,
-        description="decision, concept, finding, rule, open-question, artifact, insight, task, "
-        "event, thing, person, organization or place (new entities default to thing).",
+        description=f"{_listed(vocab.ROLES)} (new entities default to thing).",
     )
     domain: Text | None = Field(None, description="Subject domain (new entities: general).")
     epistemic: Text | None = Field(
-        None, description="assertion | hypothesis | speculation | unknown (default unknown)."
+        None,
+        description=f"{_alternatives(vocab.EPISTEMIC)} (default {vocab.DEFAULT_EPISTEMIC}).",
     )
     observations: list[Statement | ObservationIn] = Field(
         default_factory=list, description="Statements about the entity (strings are notes)."
@@ -47,9 +61,7 @@ class EntityIn(_In):
 class RelationIn(_In):
     source: Name = NAME
     relation_type: Annotated[str, Field(min_length=1, max_length=60), NON_BLANK] = Field(
-        description="supports, contradicts, evolved_into, depends_on, exemplifies, part_of, "
-        "caused_by, enables, supersedes, related_to, investigates, informs, uses, mentions, "
-        "knows, works_at, lives_in, member_of (aliases such as requires are folded).",
+        description=f"{', '.join(vocab.RELATIONS)} (aliases such as requires are folded).",
     )
     target: Name = NAME
     epistemic: Text | None = None
@@ -155,3 +167,229 @@ class OpenIn(NamesIn):
     as_of: When | None = Field(
         None, description="The graph as it was at this instant (default: now, current only)."
     )
+
+
+# ------------------------------------------------------------------ results
+#
+# Frozen dataclasses, serialised by Litestar (msgspec) and documented in the OpenAPI
+# schema. A key present only sometimes is a msgspec Struct field defaulting to UNSET,
+# which msgspec leaves out of the JSON and Litestar documents as not required (its
+# dataclass schema cannot show UNSET): an observation's valid_to and status_now (only
+# in a read "as of" an instant), a revision's relations_closed (only when the whole
+# entity was superseded) and a decision's revision fields (only when it supersedes
+# one). RecordResult is a Struct so that those two can extend it. Dates are the ISO
+# strings stored in the graph.
+
+
+class _Result:
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, exactly what the API sends (for the MCP tools and the CLI)."""
+        return cast(dict[str, Any], msgspec.to_builtins(self))
+
+
+@dataclass(frozen=True, slots=True)
+class GraphEntity(_Result):
+    """An entity: its name, role (entity_type), domain, epistemic status and validity."""
+
+    name: str
+    entity_type: str
+    domain: str
+    epistemic: str
+    source: str
+    valid_from: str | None
+    valid_to: str | None
+    created_at: str | None
+    updated_at: str | None
+
+    @classmethod
+    def of(cls, entity: Entity, **more: Any) -> Self:
+        """The entity as a read shows it (``more``: the fields a subclass adds)."""
+        return cls(
+            name=entity.name,
+            entity_type=entity.role,
+            domain=entity.domain,
+            epistemic=entity.epistemic,
+            source=entity.source,
+            valid_from=entity.valid_from,
+            valid_to=entity.valid_to,
+            created_at=entity.created_at,
+            updated_at=entity.updated_at,
+            **more,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GraphRelation(_Result):
+    """A relation between two entities (by name), with its validity and epistemic status."""
+
+    source: str
+    relation_type: str
+    target: str
+    valid_from: str | None
+    valid_to: str | None
+    epistemic: str
+
+    @classmethod
+    def of(cls, relation: Relation, names: dict[str, str]) -> Self:
+        """``names``: entity key to display name (a key without one is shown as is)."""
+        props = relation.properties
+        return cls(
+            source=names.get(relation.source, relation.source),
+            relation_type=relation.relation_type,
+            target=names.get(relation.target, relation.target),
+            valid_from=props.get("valid_from"),
+            valid_to=props.get("valid_to"),
+            epistemic=props.get("epistemic", vocab.DEFAULT_EPISTEMIC),
+        )
+
+
+class GraphObservation(_Result, msgspec.Struct, frozen=True):
+    """An observation of an entity; valid_to and status_now only in a read "as of"."""
+
+    id: str
+    content: str
+    kind: str
+    source: str | None
+    valid_from: str | None
+    recorded_at: str
+    valid_to: Annotated[
+        str | UnsetType | None,
+        msgspec.Meta(description="End of validity; only when the read is as of an instant."),
+    ] = UNSET
+    status_now: Annotated[
+        str | UnsetType,
+        msgspec.Meta(description="Its status today; only when the read is as of an instant."),
+    ] = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class GraphNode(GraphEntity):
+    """An entity with (up to a bound) its observations and relations, and their totals."""
+
+    observations: list[GraphObservation]
+    observations_total: int
+    relations: list[GraphRelation]
+    relations_total: int
+    relations_truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EntitySummary(_Result):
+    """An entity in a summary page: counts instead of observations and relations."""
+
+    name: str
+    entity_type: str
+    domain: str
+    epistemic: str
+    observations: int
+    relations: int
+
+
+class RecordResult(_Result, msgspec.Struct, frozen=True):
+    """What a write did: entities created or merged, relations and observations added or
+    already there (duplicates are skipped), and the ids of the new observations."""
+
+    entities_created: list[str]
+    entities_merged: list[str]
+    relations_created: int
+    relations_existing: int
+    observations_added: int
+    observations_duplicate: int
+    observation_ids: list[str]
+
+
+class RevisionResult(RecordResult, frozen=True, kw_only=True):
+    """A revision: what it recorded (the supersedes link, the replacing entity), then what
+    it closed."""
+
+    relations_closed: Annotated[
+        int | UnsetType,
+        msgspec.Meta(description="Relations ended; only when the whole entity is superseded."),
+    ] = UNSET
+    revised: str
+    superseded_by: str
+    observations_invalidated: int
+
+
+class DecisionResult(RecordResult, frozen=True, kw_only=True):
+    """A decision; one that supersedes an earlier decision also reports that revision."""
+
+    relations_closed: Annotated[
+        int | UnsetType, msgspec.Meta(description="Only when the decision supersedes another.")
+    ] = UNSET
+    revised: Annotated[
+        str | UnsetType, msgspec.Meta(description="The superseded decision, if any.")
+    ] = UNSET
+    superseded_by: Annotated[
+        str | UnsetType, msgspec.Meta(description="This decision, when it supersedes another.")
+    ] = UNSET
+    observations_invalidated: Annotated[
+        int | UnsetType, msgspec.Meta(description="Only when the decision supersedes another.")
+    ] = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationsInvalidated(_Result):
+    observations_invalidated: int
+
+
+@dataclass(frozen=True, slots=True)
+class RelationsInvalidated(_Result):
+    relations_invalidated: int
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationsDeleted(_Result):
+    observations_deleted: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntitiesDeleted(_Result):
+    entities_deleted: int
+    missing: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationsDeleted(_Result):
+    relations_deleted: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedNodes(_Result):
+    """The entities found, in the order asked, and the names not in the graph."""
+
+    entities: list[GraphNode]
+    missing: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSearchResult(_Result):
+    """One page of matches; total_matched and truncated say what was left out."""
+
+    query: str
+    entities: list[GraphNode]
+    total_matched: int
+    truncated: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GraphPage(_Result):
+    """Entities in name order: summaries, or nodes when not summary; next_offset None at
+    the end."""
+
+    entities: list[EntitySummary | GraphNode]
+    total: int
+    offset: int
+    limit: int
+    next_offset: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbourhood(_Result):
+    """Nodes and edges around the seeds; truncated when the limit left nodes out."""
+
+    nodes: list[GraphEntity]
+    edges: list[GraphRelation]
+    truncated: bool

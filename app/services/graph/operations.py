@@ -17,6 +17,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+from msgspec import UNSET, UnsetType
+
 from app.db.runtime import Connection
 from app.errors import CapabilityMissing, InvalidInput
 from app.providers.embedder_errors import EmbedderError
@@ -24,14 +27,23 @@ from app.services import queue
 from app.services.graph import vocabulary as vocab
 from app.services.graph.models import (
     DecisionIn,
+    DecisionResult,
+    EntitiesDeleted,
     EntityIn,
+    GraphObservation,
     ObservationIn,
     ObservationRefs,
+    ObservationsDeleted,
     ObservationsIn,
+    ObservationsInvalidated,
     RecordIn,
+    RecordResult,
     RelationIn,
     RelationRef,
+    RelationsDeleted,
+    RelationsInvalidated,
     ReviseIn,
+    RevisionResult,
 )
 from app.services.graph.store import Entity, GraphStore, Relation, entity_key
 from app.services.runtime import Elephant
@@ -195,7 +207,7 @@ def _apply(
     vectors: Sequence[Any],
     *,
     source: str,
-) -> dict[str, Any]:
+) -> RecordResult:
     store = elephant.graph
     existing = store.entities(conn, tenant, plan.referenced())
     endpoints = {r.source for r in plan.relations} | {r.target for r in plan.relations}
@@ -262,15 +274,15 @@ def _apply(
             {"reason": "graph observations"},
             max_attempts=elephant.settings.worker.max_attempts,
         )
-    return {
-        "entities_created": [e.name for e in created],
-        "entities_merged": [e.name for e in merged],
-        "relations_created": len(new_relations),
-        "relations_existing": len(plan.relations) - len(new_relations),
-        "observations_added": len(added),
-        "observations_duplicate": len(plan.observations) - len(added),
-        "observation_ids": added,
-    }
+    return RecordResult(
+        entities_created=[e.name for e in created],
+        entities_merged=[e.name for e in merged],
+        relations_created=len(new_relations),
+        relations_existing=len(plan.relations) - len(new_relations),
+        observations_added=len(added),
+        observations_duplicate=len(plan.observations) - len(added),
+        observation_ids=added,
+    )
 
 
 def insert_observations(
@@ -326,7 +338,7 @@ def insert_observations(
     return added
 
 
-def _write(elephant: Elephant, tenant: str, plan: _Plan, *, source: str) -> dict[str, Any]:
+def _write(elephant: Elephant, tenant: str, plan: _Plan, *, source: str) -> RecordResult:
     store = graph_store(elephant)
     names = {key: item.name for key, item in plan.entities.items()}
     vectors = _embed_observations(elephant, plan.observations, names)
@@ -338,7 +350,7 @@ def _write(elephant: Elephant, tenant: str, plan: _Plan, *, source: str) -> dict
 # ------------------------------------------------------------------ public operations
 
 
-def record(elephant: Elephant, tenant: str, request: RecordIn) -> dict[str, Any]:
+def record(elephant: Elephant, tenant: str, request: RecordIn) -> RecordResult:
     """Entities, relations and observations in one call, all or nothing."""
     return _write(elephant, tenant, _plan(elephant, request), source="record")
 
@@ -348,26 +360,24 @@ def _require(items: Sequence[object], name: str) -> None:
         raise InvalidInput(f"{name}: give at least one")
 
 
-def create_entities(elephant: Elephant, tenant: str, entities: list[EntityIn]) -> dict[str, Any]:
+def create_entities(elephant: Elephant, tenant: str, entities: list[EntityIn]) -> RecordResult:
     _require(entities, "entities")
     return record(elephant, tenant, RecordIn(entities=entities))
 
 
-def create_relations(
-    elephant: Elephant, tenant: str, relations: list[RelationIn]
-) -> dict[str, Any]:
+def create_relations(elephant: Elephant, tenant: str, relations: list[RelationIn]) -> RecordResult:
     _require(relations, "relations")
     return record(elephant, tenant, RecordIn(relations=relations))
 
 
 def add_observations(
     elephant: Elephant, tenant: str, observations: list[ObservationsIn]
-) -> dict[str, Any]:
+) -> RecordResult:
     _require(observations, "observations")
     return record(elephant, tenant, RecordIn(observations=observations))
 
 
-def record_decision(elephant: Elephant, tenant: str, decision: DecisionIn) -> dict[str, Any]:
+def record_decision(elephant: Elephant, tenant: str, decision: DecisionIn) -> DecisionResult:
     """The decision, its reason and every rejected alternative as separate observations."""
     observations: list[str | ObservationIn] = [
         ObservationIn(content=decision.decided, kind="decided"),
@@ -387,16 +397,18 @@ def record_decision(elephant: Elephant, tenant: str, decision: DecisionIn) -> di
     )
     plan = _plan(elephant, request)
     if decision.supersedes is None:
-        return _write(elephant, tenant, plan, source="record")
-    revision = ReviseIn(
-        entity=decision.supersedes,
-        superseded_by=decision.name,
-        reason=f"superseded by the decision {decision.name!r}",
-    )
-    return _revise(elephant, tenant, revision, plan)
+        result: RecordResult = _write(elephant, tenant, plan, source="record")
+    else:
+        revision = ReviseIn(
+            entity=decision.supersedes,
+            superseded_by=decision.name,
+            reason=f"superseded by the decision {decision.name!r}",
+        )
+        result = _revise(elephant, tenant, revision, plan)
+    return DecisionResult(**msgspec.structs.asdict(result))
 
 
-def revise(elephant: Elephant, tenant: str, request: ReviseIn) -> dict[str, Any]:
+def revise(elephant: Elephant, tenant: str, request: ReviseIn) -> RevisionResult:
     """Invalidate what is no longer true and link its replacement, in one transaction."""
     plan = _Plan()
     if request.superseding_entity is not None:
@@ -409,7 +421,7 @@ def revise(elephant: Elephant, tenant: str, request: ReviseIn) -> dict[str, Any]
     return _revise(elephant, tenant, request, plan)
 
 
-def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> dict[str, Any]:
+def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> RevisionResult:
     old = _key(request.entity, "entity")
     new = _key(request.superseded_by, "superseded_by")
     if old == new:
@@ -427,12 +439,13 @@ def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> 
         if not store.entities(conn, tenant, [old]):
             raise InvalidInput(f"entity {request.entity!r} does not exist: nothing to revise")
         result = _apply(elephant, conn, tenant, plan, vectors, source="record")
+        relations_closed: int | UnsetType = UNSET
         if request.observations:
             ids = _match_observations(conn, old, request.entity, request.observations)
         else:
             # The whole entity is superseded: its observations and its current relations
             # (all but the new supersedes edge) end now, kept as history.
-            ids = [row["id"] for row in active_observations(conn, [old])[old]]
+            ids = [observation.id for observation in active_observations(conn, [old])[old]]
             entity = store.entities(conn, tenant, [old])[old]
             store.update_entities(conn, tenant, [replace(entity, valid_to=stamp, updated_at=stamp)])
             ending = [
@@ -440,17 +453,22 @@ def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> 
                 for r in store.relations(conn, tenant, [old], active_only=True)
                 if r.triple != (new, "supersedes", old)
             ]
-            result["relations_closed"] = store.invalidate_relations(conn, tenant, ending, stamp)
+            relations_closed = store.invalidate_relations(conn, tenant, ending, stamp)
         closed = _close_facts(
             conn, ids, status="superseded", reason=request.reason, by_entity=request.superseded_by
         )
-    return {**result, "revised": request.entity, "superseded_by": request.superseded_by,
-            "observations_invalidated": closed}  # fmt: skip
+    return RevisionResult(
+        **msgspec.structs.asdict(result),
+        relations_closed=relations_closed,
+        revised=request.entity,
+        superseded_by=request.superseded_by,
+        observations_invalidated=closed,
+    )
 
 
 def invalidate_observations(
     elephant: Elephant, tenant: str, items: list[ObservationRefs], reason: str | None = None
-) -> dict[str, Any]:
+) -> ObservationsInvalidated:
     """No longer true: validity closed, row kept (search hides it unless include_expired)."""
     graph_store(elephant)
     _require(items, "observations")
@@ -461,12 +479,12 @@ def invalidate_observations(
                 conn, _key(item.entity, "entity"), item.entity, item.observations
             )
             closed += _close_facts(conn, ids, status="retracted", reason=reason, by_entity=None)
-    return {"observations_invalidated": closed}
+    return ObservationsInvalidated(observations_invalidated=closed)
 
 
 def invalidate_relations(
     elephant: Elephant, tenant: str, relations: list[RelationRef]
-) -> dict[str, Any]:
+) -> RelationsInvalidated:
     """No longer true: valid_to set on the current relation, the edge kept as history."""
     store = graph_store(elephant)
     _require(relations, "relations")
@@ -489,12 +507,12 @@ def invalidate_relations(
                 details={"missing": [list(t) for t in missing]},
             )
         closed = store.invalidate_relations(conn, tenant, triples, now_iso())
-    return {"relations_invalidated": closed}
+    return RelationsInvalidated(relations_invalidated=closed)
 
 
 def delete_observations(
     elephant: Elephant, tenant: str, items: list[ObservationRefs]
-) -> dict[str, Any]:
+) -> ObservationsDeleted:
     """Removes the rows (for mistakes and erasure); prefer invalidate_observations."""
     graph_store(elephant)
     _require(items, "observations")
@@ -505,16 +523,16 @@ def delete_observations(
                 conn, _key(item.entity, "entity"), item.entity, item.observations
             )
             deleted += conn.execute("DELETE FROM facts WHERE id = ANY(%s)", (ids,)).rowcount
-    return {"observations_deleted": deleted}
+    return ObservationsDeleted(observations_deleted=deleted)
 
 
-def delete_entities(elephant: Elephant, tenant: str, names: list[str]) -> dict[str, Any]:
+def delete_entities(elephant: Elephant, tenant: str, names: list[str]) -> EntitiesDeleted:
     """Entity, its relations and its observations go; facts that merely mention it stay."""
     store = graph_store(elephant)
     keys = [_key(name, "names") for name in names]
     with elephant.db.tenant(tenant) as conn:
         if not store.exists(conn, tenant):
-            return {"entities_deleted": 0, "missing": names}
+            return EntitiesDeleted(entities_deleted=0, missing=names)
         found = store.entities(conn, tenant, keys)
         conn.execute(
             "DELETE FROM facts WHERE observation_kind IS NOT NULL AND id IN "
@@ -524,19 +542,19 @@ def delete_entities(elephant: Elephant, tenant: str, names: list[str]) -> dict[s
         conn.execute("DELETE FROM fact_entities WHERE entity_key = ANY(%s)", (list(found),))
         deleted = store.delete_entities(conn, tenant, list(found))
     missing = [name for name, key in zip(names, keys, strict=True) if key not in found]
-    return {"entities_deleted": deleted, "missing": missing}
+    return EntitiesDeleted(entities_deleted=deleted, missing=missing)
 
 
 def delete_relations(
     elephant: Elephant, tenant: str, relations: list[RelationRef]
-) -> dict[str, Any]:
+) -> RelationsDeleted:
     store = graph_store(elephant)
     triples = _triples(relations)
     with elephant.db.tenant(tenant) as conn:
         if not store.exists(conn, tenant):
-            return {"relations_deleted": 0}
+            return RelationsDeleted(relations_deleted=0)
         deleted = store.delete_relations(conn, tenant, triples)
-    return {"relations_deleted": deleted}
+    return RelationsDeleted(relations_deleted=deleted)
 
 
 def _triples(relations: Sequence[RelationRef]) -> list[tuple[str, str, str]]:
@@ -551,7 +569,7 @@ def _triples(relations: Sequence[RelationRef]) -> list[tuple[str, str, str]]:
 
 def active_observations(
     conn: Connection, keys: Sequence[str], as_of: datetime | None = None
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[GraphObservation]]:
     """Observations true now (status active), or at ``as_of``: inside their validity,
     whatever happened to them since (an invalidated one was true until its valid_to)."""
     rows = conn.execute(
@@ -565,27 +583,28 @@ def active_observations(
         "ORDER BY fe.entity_key, f.recorded_at, f.created_at, f.id",  # created_at: call order
         {"keys": list(keys), "as_of": as_of},
     ).fetchall()
-    found: dict[str, list[dict[str, Any]]] = {key: [] for key in keys}
+    found: dict[str, list[GraphObservation]] = {key: [] for key in keys}
+    then = as_of is not None  # a read of the past also says how each one ended
     for key, fact_id, text, kind, source, valid_from, valid_to, recorded_at, status in rows:
-        item = {
-            "id": str(fact_id),
-            "content": text,
-            "kind": kind,
-            "source": source,
-            "valid_from": valid_from.isoformat() if valid_from else None,
-            "recorded_at": recorded_at.isoformat(),
-        }
-        if as_of is not None:
-            item["valid_to"] = valid_to.isoformat() if valid_to else None
-            item["status_now"] = status
-        found[key].append(item)
+        found[key].append(
+            GraphObservation(
+                id=str(fact_id),
+                content=text,
+                kind=kind,
+                source=source,
+                valid_from=valid_from.isoformat() if valid_from else None,
+                recorded_at=recorded_at.isoformat(),
+                valid_to=(valid_to.isoformat() if valid_to else None) if then else UNSET,
+                status_now=status if then else UNSET,
+            )
+        )
     return found
 
 
 def _match_observations(conn: Connection, key: str, name: str, wanted: Sequence[str]) -> list[str]:
     active = active_observations(conn, [key])[key]
-    by_text = {" ".join(o["content"].casefold().split()): o["id"] for o in active}
-    by_id = {o["id"] for o in active}
+    by_text = {" ".join(o.content.casefold().split()): o.id for o in active}
+    by_id = {o.id for o in active}
     ids, unknown = [], []
     for item in wanted:
         if item in by_id:
@@ -595,7 +614,7 @@ def _match_observations(conn: Connection, key: str, name: str, wanted: Sequence[
         else:
             unknown.append(item)
     if unknown:
-        listed = "; ".join(o["content"][:80] for o in active[:10]) or "none"
+        listed = "; ".join(o.content[:80] for o in active[:10]) or "none"
         raise InvalidInput(
             f"{name!r} has no active observation {unknown[0]!r}: name one of its active "
             f"observations by text or id (active: {listed}); nothing was changed",

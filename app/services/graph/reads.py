@@ -13,6 +13,16 @@ from typing import Any
 from app.db.runtime import Connection
 from app.errors import InvalidInput
 from app.services.graph import vocabulary as vocab
+from app.services.graph.models import (
+    EntitySummary,
+    GraphEntity,
+    GraphNode,
+    GraphPage,
+    GraphRelation,
+    Neighbourhood,
+    NodeSearchResult,
+    OpenedNodes,
+)
 from app.services.graph.operations import active_observations, graph_store
 from app.services.graph.store import Entity, GraphStore, Relation, entity_key
 from app.services.inputs import require_text
@@ -21,18 +31,6 @@ from app.services.runtime import Elephant
 MAX_LIMIT = 200
 MAX_HOPS = 3
 MAX_OFFSET = 10_000_000
-
-
-def _relation_dict(relation: Relation, names: dict[str, str]) -> dict[str, Any]:
-    props = relation.properties
-    return {
-        "source": names.get(relation.source, relation.source),
-        "relation_type": relation.relation_type,
-        "target": names.get(relation.target, relation.target),
-        "valid_from": props.get("valid_from"),
-        "valid_to": props.get("valid_to"),
-        "epistemic": props.get("epistemic", vocab.DEFAULT_EPISTEMIC),
-    }
 
 
 def _bounded(value: int, name: str, low: int, high: int) -> int:
@@ -68,7 +66,7 @@ def _nodes(
     max_relations: int,
     max_observations: int,
     as_of: datetime | None = None,
-) -> list[dict[str, Any]]:
+) -> list[GraphNode]:
     keys = [entity.key for entity in entities]
     observations = active_observations(conn, keys, as_of)
     if as_of is None:
@@ -85,14 +83,14 @@ def _nodes(
         own = [r for r in relations if entity.key in (r.source, r.target)]
         notes = observations.get(entity.key, [])
         nodes.append(
-            {
-                **entity.to_dict(),
-                "observations": notes[:max_observations],
-                "observations_total": len(notes),
-                "relations": [_relation_dict(r, names) for r in own[:max_relations]],
-                "relations_total": len(own),
-                "relations_truncated": len(own) > max_relations,
-            }
+            GraphNode.of(
+                entity,
+                observations=notes[:max_observations],
+                observations_total=len(notes),
+                relations=[GraphRelation.of(r, names) for r in own[:max_relations]],
+                relations_total=len(own),
+                relations_truncated=len(own) > max_relations,
+            )
         )
     return nodes
 
@@ -105,7 +103,7 @@ def open_nodes(
     max_relations: int = 50,
     max_observations: int = 100,
     as_of: datetime | None = None,
-) -> dict[str, Any]:
+) -> OpenedNodes:
     """Named entities with their active observations and relations; unknown names listed.
 
     ``as_of``: the graph as it was then: relations and observations valid at that
@@ -120,7 +118,7 @@ def open_nodes(
     keys = [entity_key(name) for name in names]
     with elephant.db.tenant(tenant) as conn:
         if not store.exists(conn, tenant):
-            return {"entities": [], "missing": list(names)}
+            return OpenedNodes(entities=[], missing=list(names))
         found = store.entities(conn, tenant, keys)
         if as_of is not None:
             as_of = _instant(as_of)
@@ -131,7 +129,7 @@ def open_nodes(
             max_observations=max_observations, as_of=as_of,
         )  # fmt: skip
     missing = [name for name, key in zip(names, keys, strict=True) if key not in found]
-    return {"entities": nodes, "missing": missing}
+    return OpenedNodes(entities=nodes, missing=missing)
 
 
 def search_nodes(
@@ -143,7 +141,7 @@ def search_nodes(
     entity_type: str | None = None,
     limit: int = 10,
     max_relations: int = 10,
-) -> dict[str, Any]:
+) -> NodeSearchResult:
     """Entities whose name matches the query, then entities whose observations match it."""
     require_text("query", query)
     require_text("domain", domain)
@@ -159,7 +157,7 @@ def search_nodes(
     vector = elephant.embedder.embed_queries([query])[0]
     with elephant.db.tenant(tenant) as conn:
         if not store.exists(conn, tenant):
-            return {"query": query, "entities": [], "total_matched": 0, "truncated": False}
+            return NodeSearchResult(query=query, entities=[], total_matched=0, truncated=False)
         by_name = store.find(conn, tenant, [text], domain=domain_name, role=role)
         by_name.sort(key=lambda e: (e.key != text, not e.key.startswith(text), e.key))
         by_observation = _observation_matches(conn, vector)
@@ -174,12 +172,9 @@ def search_nodes(
         ]  # fmt: skip
         page = ranked[:limit]
         nodes = _nodes(store, conn, tenant, page, max_relations=max_relations, max_observations=5)
-    return {
-        "query": query,
-        "entities": nodes,
-        "total_matched": len(ranked),
-        "truncated": len(ranked) > limit,
-    }
+    return NodeSearchResult(
+        query=query, entities=nodes, total_matched=len(ranked), truncated=len(ranked) > limit
+    )
 
 
 def _observation_matches(conn: Connection, vector: Any, pool: int = 50) -> list[str]:
@@ -202,40 +197,41 @@ def read_graph(
     offset: int = 0,
     limit: int = 50,
     summary: bool = True,
-) -> dict[str, Any]:
+) -> GraphPage:
     """One page of entities in name order; summary drops observations and relation lists."""
     _bounded(offset, "offset", 0, MAX_OFFSET)
     _bounded(limit, "limit", 1, MAX_LIMIT)
     store = graph_store(elephant)
     with elephant.db.tenant(tenant) as conn:
         if not store.exists(conn, tenant):
-            return {"entities": [], "total": 0, "offset": offset, "limit": limit,
-                    "next_offset": None}  # fmt: skip
+            return GraphPage(entities=[], total=0, offset=offset, limit=limit, next_offset=None)
         entities, total = store.page(conn, tenant, offset, limit)
         if summary:
             counts = _observation_counts(conn, [e.key for e in entities])
             relations = store.relations(conn, tenant, [e.key for e in entities], active_only=True)
-            items: list[dict[str, Any]] = [
-                {
-                    "name": e.name,
-                    "entity_type": e.role,
-                    "domain": e.domain,
-                    "epistemic": e.epistemic,
-                    "observations": counts.get(e.key, 0),
-                    "relations": sum(e.key in (r.source, r.target) for r in relations),
-                }
+            items: list[EntitySummary | GraphNode] = [
+                EntitySummary(
+                    name=e.name,
+                    entity_type=e.role,
+                    domain=e.domain,
+                    epistemic=e.epistemic,
+                    observations=counts.get(e.key, 0),
+                    relations=sum(e.key in (r.source, r.target) for r in relations),
+                )
                 for e in entities
             ]
         else:
-            items = _nodes(store, conn, tenant, entities, max_relations=50, max_observations=50)
+            items = list(
+                _nodes(store, conn, tenant, entities, max_relations=50, max_observations=50)
+            )
     end = offset + len(entities)
-    return {
-        "entities": items,
-        "total": total,
-        "offset": offset,
-        "limit": limit,
-        "next_offset": end if end < total else None,
-    }
+    return GraphPage(
+        entities=items,
+        total=total,
+        offset=offset,
+        limit=limit,
+        next_offset=end if end < total else None,
+    )
 
 
 def _observation_counts(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
@@ -250,7 +246,7 @@ def _observation_counts(conn: Connection, keys: Sequence[str]) -> dict[str, int]
 
 def neighbourhood(
     elephant: Elephant, tenant: str, query: str | None, *, limit: int = 50, hops: int = 1
-) -> dict[str, Any]:
+) -> Neighbourhood:
     """Nodes and edges around the entities a query names, breadth first up to `hops`."""
     require_text("q", query)
     _bounded(hops, "hops", 1, MAX_HOPS)
@@ -258,7 +254,7 @@ def neighbourhood(
     store = graph_store(elephant)
     with elephant.db.tenant(tenant) as conn:
         if not store.exists(conn, tenant):
-            return {"nodes": [], "edges": [], "truncated": False}
+            return Neighbourhood(nodes=[], edges=[], truncated=False)
         if query and entity_key(query):
             seeds = store.find(conn, tenant, [entity_key(query)], domain=None, role=None)
         else:
@@ -285,8 +281,8 @@ def neighbourhood(
                     edges[relation.triple] = relation
             frontier = new_keys
     names = {key: entity.name for key, entity in nodes.items()}
-    return {
-        "nodes": [entity.to_dict() for entity in nodes.values()],
-        "edges": [_relation_dict(relation, names) for relation in edges.values()],
-        "truncated": truncated,
-    }
+    return Neighbourhood(
+        nodes=[GraphEntity.of(entity) for entity in nodes.values()],
+        edges=[GraphRelation.of(relation, names) for relation in edges.values()],
+        truncated=truncated,
+    )

@@ -29,20 +29,8 @@ class Entity:
     valid_to: str | None = None
 
     def properties(self) -> dict[str, Any]:
+        """The vertex properties stored in the graph (unset ones left out)."""
         return {k: v for k, v in self.__dict__.items() if v is not None}
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "entity_type": self.role,
-            "domain": self.domain,
-            "epistemic": self.epistemic,
-            "source": self.source,
-            "valid_from": self.valid_from,
-            "valid_to": self.valid_to,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-        }
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,6 @@ that knows the chat markers and ``yes``/``no``; ``build_tiny_cross_encoder``
 writes a BERT sequence classifier with a WordPiece tokenizer.
 """
 
-# ruff: noqa: S106  (tokenizer special tokens are not passwords)
 from __future__ import annotations
 
 import re
