@@ -10,7 +10,10 @@ from msgspec import UNSET, UnsetType
 
 from app.db.runtime import Connection
 from app.services import queue
+from app.services.graph.linking import graph_available
+from app.services.graph.store import RelationCounts
 from app.services.runtime import Elephant
+from app.services.search import keyword_engine
 
 INDEXED_TABLES = ("memories", "facts", "turns", "admission_log", "jobs")
 STORAGE_NOTE = "table and index sizes cover every tenant of the database"
@@ -31,12 +34,6 @@ class StatsFacts:
     by_status: dict[str, int]
     by_source: dict[str, int]
     text_bytes: int
-
-
-@dataclass(frozen=True, slots=True)
-class RelationCounts:
-    current: int
-    closed: int
 
 
 class StatsGraph(msgspec.Struct, frozen=True, kw_only=True):
@@ -143,8 +140,6 @@ def stats(elephant: Elephant, tenant: str) -> StatsReport:
 
 
 def _graph(elephant: Elephant, conn: Connection, tenant: str) -> StatsGraph:
-    from app.services.graph.linking import graph_available
-
     if not graph_available(elephant):
         return StatsGraph(available=False)
     observations = conn.execute(
@@ -153,11 +148,8 @@ def _graph(elephant: Elephant, conn: Connection, tenant: str) -> StatsGraph:
     counts = elephant.graph.counts(conn, tenant)
     return StatsGraph(
         available=True,
-        entities=counts["entities"],
-        relations={
-            relation: RelationCounts(current=n["current"], closed=n["closed"])
-            for relation, n in counts["relations"].items()
-        },
+        entities=counts.entities,
+        relations=counts.relations,
         observations=int(observations[0]) if observations else 0,
     )
 
@@ -170,6 +162,4 @@ def _sum_by(rows: list[tuple[Any, ...]], column: int) -> dict[str, int]:
 
 
 def _engine(elephant: Elephant) -> str:
-    from app.services.search import keyword_engine
-
     return keyword_engine(elephant)

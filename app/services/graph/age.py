@@ -25,7 +25,7 @@ from psycopg import sql
 
 from app.db.runtime import Connection, Database
 from app.errors import CapabilityMissing
-from app.services.graph.store import Entity, Relation
+from app.services.graph.store import Entity, GraphCounts, Relation, RelationCounts
 from app.services.graph.vocabulary import RELATIONS
 
 log = logging.getLogger(__name__)
@@ -131,10 +131,9 @@ class AGEGraphStore:
             _provision(conn, tenant, self.db.settings.database.app_role)
             self._ready.add(tenant)
 
-    def counts(self, conn: Connection, tenant: str) -> dict[str, Any]:
-        """Entities, and relations per type (current / closed), for stats."""
+    def counts(self, conn: Connection, tenant: str) -> GraphCounts:
         if not self.exists(conn, tenant):
-            return {"entities": 0, "relations": {}}
+            return GraphCounts(entities=0, relations={})
         entities = conn.execute(
             sql.SQL("SELECT count(*) FROM {}").format(
                 sql.Identifier(graph_name(tenant), ENTITY_LABEL)
@@ -147,11 +146,17 @@ class AGEGraphStore:
                 "GROUP BY 1, 2 ORDER BY 1"
             ).format(sql.Identifier(graph_name(tenant), "_ag_label_edge"))
         ).fetchall()
-        relations: dict[str, dict[str, int]] = {}
+        tally: dict[str, dict[bool, int]] = {}
         for relation_type, current, count in rows:
-            entry = relations.setdefault(relation_type, {"current": 0, "closed": 0})
-            entry["current" if current else "closed"] += int(count)
-        return {"entities": int(entities[0]) if entities else 0, "relations": relations}
+            by_state = tally.setdefault(str(relation_type), {True: 0, False: 0})
+            by_state[bool(current)] += int(count)
+        return GraphCounts(
+            entities=int(entities[0]) if entities else 0,
+            relations={
+                name: RelationCounts(current=by_state[True], closed=by_state[False])
+                for name, by_state in tally.items()
+            },
+        )
 
     # ------------------------------------------------------------ entities
 

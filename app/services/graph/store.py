@@ -15,6 +15,20 @@ from typing import Any, Protocol
 from app.db.runtime import Connection
 
 
+@dataclass(frozen=True, slots=True)
+class RelationCounts:
+    current: int
+    closed: int
+
+
+@dataclass(frozen=True, slots=True)
+class GraphCounts:
+    """Entities, and relations per type (current / closed), for stats."""
+
+    entities: int
+    relations: dict[str, RelationCounts]
+
+
 @dataclass(frozen=True)
 class Entity:
     key: str
