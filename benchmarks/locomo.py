@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/locomo.py [--dataset ../shared/datasets/locomo10.json]
         [--data-dir DIR] [--limit N] [--out benchmarks/results/locomo.json] [--llm]
+        [--passes fused,windows_dense,facts_dense,keyword,...]
 
 Each LoCoMo conversation is ingested into its own tenant of an embedded database
 in --data-dir (default: a temporary dir) with the offline providers, then the
@@ -25,6 +26,11 @@ Measured, for every question (categories 1 multi-hop, 2 temporal, 3 open-domain,
   keyword only, fused with expansion, and fused without the graph lane. A
   single-lane pass sizes its lane at 60 (= limit) so that recall@60 is not
   capped by the default lane size.
+- split protocol: every pass is also summarised on each half of the
+  conversations (1-5 and 6-10): settings are chosen on one half and reported
+  on the other. For the whole set and each half, fused is compared with the
+  best single lane (windows, facts, keyword) at every k: fusion must never
+  cost recall ("WORSE" rows).
 - latency: p50/p95 of search time and of the SQL statement alone (explain
   timings) over the fused pass.
 - --llm: answer generation from the fused top results and LLM-judge accuracy
@@ -378,6 +384,60 @@ def rank_histogram(outcomes: Sequence[Outcome]) -> dict[str, int]:
     return buckets
 
 
+# ---------------------------------------------------------------- split protocol
+
+SINGLE_LANES = ("windows_dense", "facts_dense", "keyword")
+
+
+def split_halves(tenants: Sequence[str]) -> dict[str, frozenset[str]]:
+    """The split protocol's halves: settings are chosen on one, reported on the other."""
+    middle = (len(tenants) + 1) // 2
+    first, second = tenants[:middle], tenants[middle:]
+    halves = {"all": frozenset(tenants)}
+    if second:
+        halves[f"conversations 1-{middle}"] = frozenset(first)
+        halves[f"conversations {middle + 1}-{len(tenants)}"] = frozenset(second)
+    return halves
+
+
+def versus_best_lane(summaries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Fused against the best single lane at every k: fusion must never cost recall."""
+    table: dict[str, dict[str, Any]] = {}
+    lanes = [name for name in SINGLE_LANES if name in summaries]
+    if "fused" not in summaries or not lanes:
+        return table
+    for column in [f"recall@{k}" for k in KS] + [f"all_evidence@{k}" for k in ALL_EVIDENCE_KS]:
+        best = max(lanes, key=lambda name: summaries[name][column] or 0.0)
+        fused, lane = summaries["fused"][column] or 0.0, summaries[best][column] or 0.0
+        table[column] = {
+            "fused": fused,
+            "best_lane": best,
+            "best_lane_value": lane,
+            "margin": round(fused - lane, 4),
+            "fused_at_least_best": fused >= lane,
+        }
+    return table
+
+
+def split_report(
+    outcomes: dict[str, list[Outcome]], tenants: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    report: dict[str, dict[str, Any]] = {}
+    for name, members in split_halves(tenants).items():
+        summaries = {
+            spec: summarise(
+                [o for o in rows if o.question.tenant in members and o.question.category in SCORED]
+            )
+            for spec, rows in outcomes.items()
+        }
+        report[name] = {
+            "conversations": sorted(members),
+            "passes": summaries,
+            "fused_vs_best_lane": versus_best_lane(summaries),
+        }
+    return report
+
+
 # ---------------------------------------------------------------- printing
 
 
@@ -543,7 +603,16 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="Only the first N conversations.")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/locomo.json"))
     parser.add_argument("--llm", action="store_true", help="Also answer and judge with an LLM.")
+    parser.add_argument(
+        "--passes",
+        default=",".join(spec.name for spec in PASSES),
+        help="Comma-separated passes to run (fused is always run).",
+    )
     args = parser.parse_args()
+    chosen = {"fused", *(name.strip() for name in args.passes.split(",") if name.strip())}
+    unknown = chosen - {spec.name for spec in PASSES}
+    if unknown:
+        parser.error(f"unknown passes {sorted(unknown)}; choose from {[s.name for s in PASSES]}")
     started = time.perf_counter()
 
     samples = json.loads(args.dataset.read_text())[: args.limit]
@@ -579,7 +648,7 @@ def main() -> None:
 
         passes: dict[str, dict[str, Any]] = {}
         outcomes: dict[str, list[Outcome]] = {}
-        for spec in PASSES:
+        for spec in (spec for spec in PASSES if spec.name in chosen):
             # The fused pass also scores the adversarial questions (reported apart).
             pool = questions if spec.name == "fused" else recall_questions
             pass_started = time.perf_counter()
@@ -634,6 +703,7 @@ def main() -> None:
         "first_hit_kind": first_hit_kinds(fused_scored),
         "first_hit_rank": rank_histogram(fused_scored),
         "ablations": passes,
+        "split": split_report(outcomes, tenants),
         "llm": llm_result,
         # Rank of the first evidence-bearing result per question (null: not in the top 60).
         "first_rank_fused": {o.question.key: o.first_rank for o in outcomes["fused"]},
@@ -690,6 +760,16 @@ def report(result: dict[str, Any]) -> None:
         cats = spec["categories"]
         rows.append([name, *(cats[CATEGORIES[c]]["recall@10"] for c in SCORED)])
     print(markdown(["pass", *(CATEGORIES[c] for c in SCORED)], rows))
+
+    print("\n## Split protocol: fused against the best single lane (categories 1-4)\n")
+    rows = []
+    for half, part in result["split"].items():
+        for column, row in part["fused_vs_best_lane"].items():
+            verdict = "ok" if row["fused_at_least_best"] else "WORSE"
+            rows.append(
+                [half, column, row["fused"], row["best_lane"], row["best_lane_value"], verdict]
+            )
+    print(markdown(["conversations", "measure", "fused", "best lane", "its value", ""], rows))
 
     lat = result["latency_ms"]
     print(f"\n## Latency, fused pass ({lat['searches']} searches, categories 1-4)\n")
