@@ -294,6 +294,15 @@ class SearchSettings(_Section):
         "off by default: on LoCoMo it lowered recall@1 and @10 (benchmarks/locomo.py).",
     )
     max_variants: int = Field(5, ge=1, le=20, description="Most query variants per search.")
+    diversify: bool = Field(
+        True,
+        description="Move results that only repeat conversation turns shown above them below "
+        "the results that bring new turns (a window's own facts no longer crowd out other "
+        "evidence).",
+    )
+    diversity_pool: int = Field(
+        3, ge=1, le=10, description="With diversify: fused candidates fetched per result asked for."
+    )
     keyword_engine: Literal["auto", "bm25", "tsvector"] = Field(
         "auto", description="auto: BM25 when pg_textsearch is installed, else tsvector ranking."
     )

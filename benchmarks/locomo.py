@@ -179,6 +179,7 @@ class Pass:
     description: str
     lanes: LaneSizes
     expand: bool
+    diversify: bool | None = None  # None: search.diversify; single lanes are shown plain
 
 
 PASSES = (
@@ -188,11 +189,13 @@ PASSES = (
         "windows-dense lane only (60), no expansion",
         LaneSizes(windows=LIMIT, facts=0, keyword=0, graph=0),
         False,
+        False,
     ),
     Pass(
         "facts_dense",
         "facts-dense lane only (60), no expansion",
         LaneSizes(windows=0, facts=LIMIT, keyword=0, graph=0),
+        False,
         False,
     ),
     Pass(
@@ -200,9 +203,17 @@ PASSES = (
         "keyword lane only (60 memories + 60 facts), no expansion",
         LaneSizes(windows=0, facts=0, keyword=LIMIT, graph=0),
         False,
+        False,
     ),
     Pass("fused_expand", "default lanes, expansion on (name variants)", LaneSizes(), True),
     Pass("fused_no_graph", "default lanes without the graph lane", LaneSizes(graph=0), False),
+    Pass(
+        "fused_plain",
+        "default lanes, no turn diversity (the fused RRF order as it is)",
+        LaneSizes(),
+        False,
+        False,
+    ),
 )
 
 
@@ -274,7 +285,12 @@ def run_search(elephant: Elephant, question: Question, spec: Pass) -> list[Searc
 
 def request(question: Question, spec: Pass) -> SearchRequest:
     return SearchRequest(
-        query=question.question, limit=LIMIT, expand=spec.expand, explain=True, lanes=spec.lanes
+        query=question.question,
+        limit=LIMIT,
+        expand=spec.expand,
+        explain=True,
+        lanes=spec.lanes,
+        diversify=spec.diversify,
     )
 
 
@@ -657,6 +673,7 @@ def main() -> None:
                 "description": spec.description,
                 "lanes": spec.lanes.model_dump(),
                 "expand": spec.expand,
+                "diversify": spec.diversify,
                 "seconds": round(time.perf_counter() - pass_started, 1),
                 "categories": by_category(outcomes[spec.name]),
                 "latency_ms": latency(

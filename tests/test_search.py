@@ -325,3 +325,28 @@ def test_proactive_suggests_what_the_conversation_lacks(client: Client, seeded: 
     assert echo["skipped"]["already_in_conversation"] >= 1
     bad = client.post("/proactive", json={"messages": []}, headers=pro)
     assert bad.status_code == 422
+
+
+def repeats_of(hits: list[Any]) -> list[bool]:
+    """Per hit: do all its source turns appear in hits above it?"""
+    covered: set[str] = set()
+    flags = []
+    for hit in hits:
+        turns = set(hit.source_turn_ids)
+        flags.append(bool(turns) and turns <= covered)
+        covered |= turns
+    return flags
+
+
+def test_results_that_repeat_shown_turns_go_below_new_turns(seeded: Elephant) -> None:
+    """Facts extracted from a window's turns cannot sit ahead of a result bringing another
+    turn; turned off, the fused order comes back with its repeats in place."""
+    query = "What did Caroline do at the support group and what does she want to study?"
+    plain = run(seeded, query, limit=60, diversify=False)
+    diverse = run(seeded, query, limit=60, diversify=True)
+    assert {hit.id for hit in diverse} == {hit.id for hit in plain}  # the whole tenant: reordered
+    flags = repeats_of(diverse)
+    assert flags == sorted(flags), f"a result bringing new turns sits below a repeat: {flags}"
+    plain_flags = repeats_of(plain)
+    assert plain_flags != sorted(plain_flags), "the fixture no longer has a repeat to move"
+    assert [h.score for h in plain] == sorted((h.score for h in plain), reverse=True)

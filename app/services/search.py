@@ -26,6 +26,7 @@ from app.db.runtime import Connection
 from app.prompts import paraphrase as paraphrase_prompt
 from app.providers.llm import LLMError
 from app.providers.reranker import RerankerError
+from app.services.diversity import new_turns_first
 from app.services.expansion import expand, keyword_text
 from app.services.graph.linking import lane_entities
 from app.services.inputs import NonBlank, Real, Text, When
@@ -82,6 +83,11 @@ class SearchRequest(_Input):
     recency_weight: Real | None = Field(None, ge=0, le=1)
     rerank: bool | None = Field(
         None, description="Rerank the fused pool with the reranker service (reranker.enabled)."
+    )
+    diversify: bool | None = Field(
+        None,
+        description="Results that only repeat turns shown above them go below those that bring "
+        "new turns (default search.diversify).",
     )
 
 
@@ -214,6 +220,8 @@ class SearchExplain:
     graph: GraphLaneReport
     reranker: RerankReport
     rrf_k: int
+    diversified: bool
+    pool: int
     recency_prior: RecencyPrior
     timings_ms: SearchTimings
 
@@ -333,7 +341,10 @@ def search(
         reranking = elephant.reranker is not None and (
             elephant.settings.reranker.enabled if request.rerank is None else request.rerank
         )
-        pool = max(limit, elephant.settings.reranker.pool) if reranking else limit
+        diversifying = settings.diversify if request.diversify is None else request.diversify
+        pool = min(200, limit * settings.diversity_pool) if diversifying else limit
+        if reranking:
+            pool = max(pool, elephant.settings.reranker.pool)
         named: list[str] = []
         neighbours: list[str] = []
         if _lane_sizes(elephant, request)["graph"] > 0:
@@ -350,6 +361,8 @@ def search(
     rerank_report = RerankReport(used=False, reason="off")
     if reranking and hits:
         hits, rerank_report = _rerank(elephant, request.query, hits)
+    if diversifying:
+        hits = new_turns_first(hits, lambda hit: hit.source_turn_ids)
     hits = hits[:limit]
     if record_access:
         record_hits(elephant, tenant, hits)
@@ -362,6 +375,8 @@ def search(
             graph=GraphLaneReport(named=named, neighbours=neighbours),
             reranker=rerank_report,
             rrf_k=settings.rrf_k,
+            diversified=diversifying,
+            pool=pool,
             recency_prior=RecencyPrior(
                 weight=params["recency_weight"],
                 half_life_days=settings.half_life_days,
