@@ -553,8 +553,9 @@ def separate_lanes(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit],
                 key = (item, id_)
                 share = params[weight] * variant_weight / (params["rrf_k"] + rank)
                 scores[key] = scores.get(key, 0.0) + share
-    # Rounded, so that float summation order cannot split ties that SQL breaks by id.
-    ranked = sorted(scores, key=lambda key: (-round(scores[key], 12), key[1]))
+    # Rounded, so that float summation order cannot split ties that SQL breaks as the
+    # statement does: memories before facts, then by id.
+    ranked = sorted(scores, key=lambda key: (-round(scores[key], 12), key[0] == "fact", key[1]))
     top = ranked[: params["result_limit"]]
     memories = [id_ for item, id_ in top if item == "memory"]
     facts = [id_ for item, id_ in top if item == "fact"]

@@ -12,6 +12,8 @@
 -- Fusion: score = sum over lanes and variants of
 --     lane_weight * variant_weight / (rrf_k + rank)
 -- plus an optional recency prior. Each hit reports its best rank in every lane.
+-- At equal scores (rank r in two lanes) a window or note, whose turns hold the
+-- context, comes before a fact extracted from them.
 --
 -- Slots: a line holding only {name} is filled, when the code loads this file, with
 -- sql/<name>.sql (app/db/resources.py, splice): {memory_filters} and {fact_filters}
@@ -173,5 +175,5 @@ SELECT kind, id, text, source, created_at, event_at, valid_to, subject, fact_sta
        rrf + prior AS score, rrf, prior, windows_rank, facts_rank, keyword_rank, graph_rank,
        variants
 FROM hits
-ORDER BY score DESC, id
+ORDER BY score DESC, item = 'fact', id
 LIMIT %(result_limit)s
