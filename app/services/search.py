@@ -101,9 +101,8 @@ class LaneRanks:
     graph: int | None
 
 
-class SearchHitView(msgspec.Struct, frozen=True, kw_only=True):
-    """One hit as the API returns it. ``rrf``, ``prior`` and ``variants`` only with explain;
-    ``rerank_score`` with explain, or whenever the reranker scored the hit."""
+class HitFields(msgspec.Struct, frozen=True, kw_only=True):
+    """What a hit is, as stored: shared by the hit the service ranks and the one it shows."""
 
     id: str
     kind: str
@@ -119,50 +118,29 @@ class SearchHitView(msgspec.Struct, frozen=True, kw_only=True):
     source_turn_ids: list[str]
     importance: float
     ranks: LaneRanks
+
+
+class SearchHitView(HitFields, frozen=True, kw_only=True):
+    """One hit as the API returns it. ``rrf``, ``prior`` and ``variants`` only with explain;
+    ``rerank_score`` with explain, or whenever the reranker scored the hit."""
+
     rrf: float | UnsetType = UNSET
     prior: float | UnsetType = UNSET
     variants: list[int] | UnsetType = UNSET
     rerank_score: float | UnsetType | None = UNSET
 
 
-@dataclass
-class SearchHit:
-    id: str
-    kind: str
-    text: str
-    source: str | None
-    score: float
-    created_at: datetime
-    event_at: datetime | None
-    valid_to: datetime | None
-    subject: str | None
-    status: str | None
-    memory_id: str | None
-    source_turn_ids: list[str]
-    importance: float
-    ranks: LaneRanks
+class SearchHit(HitFields, frozen=True, kw_only=True):
+    """A ranked hit with its fusion details (the reranker sets ``rerank_score``)."""
+
     rrf: float
     prior: float
     variants: list[int]
     rerank_score: float | None = None
 
     def view(self, explain: bool) -> SearchHitView:
-        shown = SearchHitView(
-            id=self.id,
-            kind=self.kind,
-            text=self.text,
-            source=self.source,
-            score=round(self.score, 6),
-            created_at=self.created_at,
-            event_at=self.event_at,
-            valid_to=self.valid_to,
-            subject=self.subject,
-            status=self.status,
-            memory_id=self.memory_id,
-            source_turn_ids=self.source_turn_ids,
-            importance=self.importance,
-            ranks=self.ranks,
-        )
+        stored = {name: getattr(self, name) for name in HitFields.__struct_fields__}
+        shown = SearchHitView(**{**stored, "score": round(self.score, 6)})
         if explain:
             return msgspec.structs.replace(
                 shown,
@@ -511,10 +489,9 @@ def _rerank(
         reranked = elephant.reranker.rerank(query, [rerank_document(hit) for hit in hits])
     except RerankerError as exc:
         return hits, RerankReport(used=False, fallback="fused order", reason=exc.message)
-    ordered = []
-    for index, score in reranked.order:
-        hits[index].rerank_score = score
-        ordered.append(hits[index])
+    ordered = [
+        msgspec.structs.replace(hits[index], rerank_score=score) for index, score in reranked.order
+    ]
     report = RerankReport(
         used=True, model=reranked.model, pool=len(hits), elapsed_ms=round(reranked.elapsed_ms, 2)
     )
