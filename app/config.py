@@ -188,6 +188,14 @@ class EmbeddingSettings(_Section):
     )
     batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding batch.")
     max_length: int = Field(256, ge=8, le=8192, description="Token limit per text (local).")
+    passage_words: int = Field(
+        48,
+        ge=8,
+        le=8192,
+        description="Every turn, and a note longer than this, is also embedded in parts of "
+        "whole sentences of at most this many words, so nothing past max_length is unseen and "
+        "one statement is not drowned by the rest of a long answer.",
+    )
     device: str = Field("cpu", description="Torch device for provider local (cpu, cuda, mps).")
     ollama_url: str = Field("http://127.0.0.1:11434", description="Ollama server for ollama.")
     query_prefix: str = Field("", description="Prepended to queries (nomic: 'search_query: ').")
@@ -282,6 +290,13 @@ class SearchSettings(_Section):
     )
     rrf_k: int = Field(60, ge=1, le=10000, description="Reciprocal Rank Fusion constant.")
     windows_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the windows lane.")
+    passage_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Share of a window's dense score taken from its best passage (a turn, or a "
+        "part of a long turn or note) rather than the whole-window vector; 0: window vector only.",
+    )
     facts_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the facts lane.")
     keyword_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the keyword lane.")
     variant_weight: float = Field(

@@ -56,6 +56,7 @@ LANES = [
     pytest.param("bm25", "memories_text_bm25", id="keyword-memories-bm25"),
     pytest.param("bm25", "facts_text_bm25", id="keyword-facts-bm25"),
     pytest.param("bm25", "fact_entities_entity", id="graph-fact_entities"),
+    pytest.param("bm25", "passages_embedding_hnsw", id="passages-hnsw"),
     pytest.param("tsvector", "memories_embedding_hnsw", id="tsvector-windows-hnsw"),
     pytest.param("tsvector", "facts_embedding_hnsw", id="tsvector-facts-hnsw"),
     pytest.param("tsvector", "fact_entities_entity", id="tsvector-graph-fact_entities"),
@@ -93,7 +94,7 @@ def sentence(rng: random.Random, words: list[str], length: int) -> str:
 def seed_tenant(elephant: Elephant, tenant: str, count: int, rng: random.Random) -> None:
     dim = elephant.settings.embedding.dim
     words = [f"w{n}x" for n in range(WORDS)]
-    memories, facts, links = [], [], []
+    memories, facts, links, passages = [], [], [], []
     for n in range(count):
         memory_id, fact_id = uuid.uuid4(), uuid.uuid4()
         created = EPOCH + timedelta(hours=n * 3)
@@ -111,6 +112,12 @@ def seed_tenant(elephant: Elephant, tenant: str, count: int, rng: random.Random)
                 created,
             )
         )
+        if n % 3 == 0:  # a long note: two passages
+            for ordinal in range(2):
+                vector = vector_text(unit_vector(rng, dim))
+                passages.append(
+                    (tenant, memory_id, ordinal, ordinal * 100, ordinal * 100 + 150, vector)
+                )
         status = "superseded" if n % 10 == 0 else "active"
         facts.append(
             (
@@ -140,8 +147,15 @@ def seed_tenant(elephant: Elephant, tenant: str, count: int, rng: random.Random)
             "facts": "id, tenant_id, memory_id, text, embedding, valid_from, valid_to, status, "
             "recorded_at, expired_at, source, content_hash, created_at",
             "fact_entities": "tenant_id, fact_id, entity_key, link",
+            "passages": "tenant_id, memory_id, ordinal, char_start, char_end, embedding",
         }
-        for table, rows in (("memories", memories), ("facts", facts), ("fact_entities", links)):
+        tables = {
+            "memories": memories,
+            "facts": facts,
+            "fact_entities": links,
+            "passages": passages,
+        }
+        for table, rows in tables.items():
             query = f"COPY {table} ({copies[table]}) FROM STDIN"
             with conn.cursor() as cursor, cursor.copy(query) as copy:
                 for row in rows:
@@ -154,7 +168,7 @@ def seeded(elephant: Elephant) -> Elephant:
     for tenant, count in ROWS.items():
         seed_tenant(elephant, tenant, count, rng)
     with elephant.db.admin_connection() as conn:
-        conn.execute("ANALYZE memories, facts, fact_entities")
+        conn.execute("ANALYZE memories, facts, fact_entities, passages")
     return elephant
 
 
@@ -211,8 +225,9 @@ def test_the_seeded_tenant_sees_only_its_rows(seeded: Elephant) -> None:
 def test_each_filter_is_written_once_and_spliced_into_every_lane(engine: str) -> None:
     text = statement(engine)
     assert not [line for line in text.splitlines() if line.strip().startswith("{")]
-    # windows + keyword memories; facts + keyword facts + graph_facts
-    assert text.count(fragment("memory_filters.sql").splitlines()[0]) == 2
+    # windows (nearest windows, windows of near turns, long notes of near passages) +
+    # keyword memories; facts + keyword facts + graph_facts
+    assert text.count(fragment("memory_filters.sql").splitlines()[0]) == 4
     assert text.count("WHEN %(include_expired)s THEN true") == 3
     for name in ("memory_filters.sql", "fact_filters.sql", "hybrid_search.sql"):
         assert load_sql(name).count("WHEN %(include_expired)s THEN true") == (

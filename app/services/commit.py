@@ -22,7 +22,7 @@ from app.db.runtime import Connection
 from app.errors import InvalidInput
 from app.providers.embedder import Vectors
 from app.providers.embedder_errors import EmbedderError
-from app.services import dedup, gate, queue
+from app.services import dedup, gate, passages, queue
 from app.services.inputs import Label, Metadata, Name, NonBlank, Real, ShortText, When
 from app.services.jobs import run_job_now
 from app.services.runtime import Elephant
@@ -352,7 +352,8 @@ def _screen(
 def commit_note(elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = False) -> NoteResult:
     _check_length(elephant, note.text, "text")
     digest = content_hash(note.text)
-    vectors = _embed(elephant, [note.text])
+    parts = passages.note_passages(note.text, elephant.settings.embedding.passage_words)
+    vectors = _embed(elephant, [note.text] + [p.text for p in parts])
     candidate = _Candidate(note.text, digest, None if vectors is None else vectors[0])
     with elephant.db.tenant(tenant) as conn:
         verdict, duplicate_of = _screen(elephant, conn, tenant, [candidate], force=note.force)[0]
@@ -388,8 +389,10 @@ def commit_note(elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = F
                 {"memory_id": memory_id, "subject": subject},
                 max_attempts=elephant.settings.worker.max_attempts,
             )
-            if candidate.embedding is None:
+            if vectors is None:
                 _enqueue_backfill(elephant, conn, tenant)
+            elif parts:
+                passages.store_note_passages(conn, tenant, memory_id, parts, vectors[1:])
             result = NoteResult(memory_id, "stored", verdict, job_id=job_id)
         gate.log_decisions(
             conn, tenant, [(verdict, result.memory_id, "note", note.source, note.text, digest)]
@@ -442,7 +445,9 @@ def commit_conversation(
         _check_length(elephant, turn.text, f"turns[{index}].text")
     turns = _window_turns(conversation)
     windows = build_windows(turns, conversation.window_size, conversation.stride)
-    vectors = _embed(elephant, [window.text for window in windows])
+    parts = passages.turn_passages(turns, elephant.settings.embedding.passage_words)
+    embedded = _embed(elephant, [window.text for window in windows] + [p.text for p in parts])
+    vectors = None if embedded is None else embedded[: len(windows)]
     candidates = [
         _Candidate(window.text, content_hash(window.text), None if vectors is None else vectors[i])
         for i, window in enumerate(windows)
@@ -450,6 +455,11 @@ def commit_conversation(
     with elephant.db.tenant(tenant) as conn:
         conversation_id, offset = _upsert_conversation(conn, tenant, conversation)
         _insert_turns(conn, tenant, conversation_id, offset, turns, conversation.metadata)
+        if embedded is not None:
+            shifted = [replace(p, seq=p.seq + offset) for p in parts if p.seq is not None]
+            passages.store_turn_passages(
+                conn, tenant, conversation_id, shifted, embedded[len(windows) :]
+            )
         screened = _screen(
             elephant,
             conn,

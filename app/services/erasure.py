@@ -48,8 +48,8 @@ NAME_MAX_CHARS = 200
 # Tables an erasure inside a tenant reports on, in the order rows are deleted
 # (children before the rows they reference).
 TABLES = (
-    "contradictions", "feedback", "fact_entities", "facts", "admission_log", "memories",
-    "turns", "jobs", "handoffs", "llm_usage", "conversations",
+    "contradictions", "feedback", "fact_entities", "facts", "admission_log", "passages",
+    "memories", "turns", "jobs", "handoffs", "llm_usage", "conversations",
 )  # fmt: skip
 # Kept on erasure of a whole tenant: the record that the erasure happened (no memory text).
 KEPT_TABLES = frozenset({"audit_log"})
@@ -616,6 +616,9 @@ _DELETE: dict[str, str] = {
         OR (x.kind = 'window' AND (x.created_at, x.source) IN
             (SELECT * FROM unnest(%(stamps)s::timestamptz[], %(stamp_sources)s::text[])))
         OR {_named("x.text_preview", "x.reason", _FALLBACK.format("x.scorer"))}""",
+    "passages": """
+        DELETE FROM passages WHERE turn_id = ANY(%(turns)s)
+        OR memory_id = ANY(%(memories)s::uuid[])""",
     "memories": "DELETE FROM memories WHERE id = ANY(%(memories)s::uuid[])",
     "turns": "DELETE FROM turns WHERE id = ANY(%(turns)s)",
     # Runs after turns: a queued extraction job over a range that keeps other turns

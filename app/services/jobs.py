@@ -21,7 +21,7 @@ import psycopg
 from app.db.runtime import Connection
 from app.errors import ElephantError
 from app.providers.llm import LLMError
-from app.services import queue
+from app.services import passages, queue
 from app.services.facts.pipeline import run_extraction
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
@@ -31,12 +31,19 @@ log = logging.getLogger(__name__)
 Handler = Callable[[Elephant, Connection, queue.Job], int]
 
 
+BACKFILL_BATCH = 500
+
+
 def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) -> int:
-    """Give vectors to memories and facts stored while the embedder was down."""
-    done = 0
+    """Give vectors to memories, facts and passages stored while the embedder was down (or,
+    for passages, before they existed). One batch per job, in one transaction; when a
+    batch was full the job queues its successor, so a large backlog never holds one
+    long transaction."""
+    done, full = 0, False
     for table, text in (("memories", "text"), ("facts", "coalesce(subject || ': ', '') || text")):
         rows = conn.execute(
-            f"SELECT id, {text} FROM {table} WHERE embedding IS NULL ORDER BY created_at LIMIT 500"
+            f"SELECT id, {text} FROM {table} WHERE embedding IS NULL ORDER BY created_at LIMIT %s",
+            (BACKFILL_BATCH,),
         ).fetchall()
         if not rows:
             continue
@@ -47,7 +54,19 @@ def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) ->
                 [(vector, row_id) for (row_id, _), vector in zip(rows, vectors, strict=True)],
             )
         done += len(rows)
-    return done
+        full = full or len(rows) == BACKFILL_BATCH
+    filled = passages.backfill(
+        conn,
+        job.tenant_id,
+        elephant.embedder.embed_documents,
+        elephant.settings.embedding.passage_words,
+        limit=BACKFILL_BATCH,
+    )
+    if full or filled.full:
+        queue.enqueue(
+            conn, job.tenant_id, job.kind, {}, max_attempts=elephant.settings.worker.max_attempts
+        )
+    return done + filled.written
 
 
 HANDLERS: dict[str, Handler] = {

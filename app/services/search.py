@@ -273,6 +273,8 @@ def _paraphrases(elephant: Elephant, conn: Connection, tenant: str, query: str) 
     return result.value.paraphrases
 
 
+CHARS_PER_TOKEN = 4  # English text in a WordPiece/BPE vocabulary, roughly
+
 LANE_KEYS = ("windows", "facts", "keyword_memories", "keyword_facts", "graph")
 
 
@@ -397,6 +399,8 @@ def statement_params(
         "rrf_k": settings.rrf_k,
         "variant_weights": [1.0] + [settings.variant_weight] * (len(variants) - 1),
         "windows_weight": settings.windows_weight,
+        "passage_share": settings.passage_share,
+        "seen_chars": elephant.settings.embedding.max_length * CHARS_PER_TOKEN,
         "facts_weight": settings.facts_weight,
         "keyword_weight": settings.keyword_weight,
         "graph_weight": settings.graph_weight,
