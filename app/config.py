@@ -328,6 +328,20 @@ class SearchSettings(_Section):
         description="Weight of the recency prior added to the fused score (0 = off).",
     )
     half_life_days: float = Field(23.0, gt=0, description="Half-life of the recency prior.")
+    date_weight: float = Field(
+        0.5,
+        ge=0,
+        le=10,
+        description="A question that names a date or period lifts results dated then (event "
+        "or valid_from, give or take a week) by this many rank-1 hits of one lane; 0: off.",
+    )
+    assistant_fact_weight: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="RRF score factor of facts an assistant said (facts.assistant_speakers): "
+        "lower-trust than what a person said; 0 keeps them last, 1 treats them alike.",
+    )
     recently_accessed_minutes: float = Field(
         30.0, ge=0, description="/proactive skips memories accessed this recently."
     )

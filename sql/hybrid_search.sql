@@ -18,7 +18,9 @@
 --            the caller looks the entities up in the graph first
 -- Fusion: score = sum over lanes and variants of
 --     lane_weight * variant_weight / (rrf_k + rank)
--- plus an optional recency prior. Each hit reports its best rank in every lane.
+-- (x assistant_fact_weight for a fact an assistant said), plus an optional recency
+-- prior and a date prior when the question names a date. Each hit reports its best
+-- rank in every lane.
 -- At equal scores (rank r in two lanes) a window or note, whose turns hold the
 -- context, comes before a fact extracted from them.
 --
@@ -46,6 +48,10 @@
 --     event_after, event_before timestamptz | NULL   memories.event_at / facts.valid_from
 --     as_of timestamptz | NULL               only facts valid at that instant
 --     include_expired boolean                also superseded / expired facts
+--   date_after, date_before timestamptz | NULL    the span the question names (with slack):
+--                                            events in it get date_weight / (rrf_k + 1)
+--   date_weight float8
+--   assistant_fact_weight float8             a fact an assistant said: its RRF score x this
 --   recency_weight float, half_life_days float
 --                                            prior = weight * 0.5^(age / half-life), the
 --                                            exponent held to 0-200 half-lives: a future
@@ -241,15 +247,25 @@ hits AS (
                     extract(epoch FROM now() - coalesce(m.event_at, f.valid_from,
                                                         m.created_at, f.created_at))
                     / 86400.0 / %(half_life_days)s::float8)))
-                ELSE 0 END                                            AS prior
+                ELSE 0 END                                            AS prior,
+           -- the question names a date: what happened then is lifted by up to a
+           -- rank-1 hit of one lane (date_weight 1)
+           CASE WHEN coalesce(m.event_at, f.valid_from) >= %(date_after)s::timestamptz
+                 AND coalesce(m.event_at, f.valid_from) < %(date_before)s::timestamptz
+                THEN %(date_weight)s::float8 / (%(rrf_k)s + 1)
+                ELSE 0 END                                            AS date_prior,
+           -- what an assistant said is lower-trust evidence than what a person said
+           CASE WHEN f.metadata ->> 'said_by' = 'assistant'
+                THEN %(assistant_fact_weight)s::float8
+                ELSE 1 END                                            AS trust
     FROM fused
     LEFT JOIN memories AS m ON fused.item = 'memory' AND m.id = fused.id
     LEFT JOIN facts AS f ON fused.item = 'fact' AND f.id = fused.id
 )
 SELECT kind, id, text, source, created_at, event_at, valid_to, subject, fact_status,
        memory_id, source_turn_ids, importance,
-       rrf + prior AS score, rrf, prior, windows_rank, facts_rank, keyword_rank, graph_rank,
-       variants
+       rrf * trust + prior + date_prior AS score, rrf * trust AS rrf, prior + date_prior AS prior,
+       windows_rank, facts_rank, keyword_rank, graph_rank, variants
 FROM hits
 ORDER BY score DESC, item = 'fact', id
 LIMIT %(result_limit)s

@@ -30,6 +30,7 @@ from app.services.diversity import new_turns_first
 from app.services.expansion import expand, keyword_text
 from app.services.graph.linking import lane_entities
 from app.services.inputs import NonBlank, Real, Text, When
+from app.services.query_dates import question_dates
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
 
@@ -81,6 +82,11 @@ class SearchRequest(_Input):
     explain: bool = Field(False, description="Add timings and lane details.")
     lanes: LaneSizes = Field(default_factory=LaneSizes)
     recency_weight: Real | None = Field(None, ge=0, le=1)
+    asked_at: When | None = Field(
+        None,
+        description="When the question is asked: relative dates in it (last week) resolve "
+        "against this; default now.",
+    )
     rerank: bool | None = Field(
         None, description="Rerank the fused pool with the reranker service (reranker.enabled)."
     )
@@ -182,6 +188,17 @@ class RecencyPrior:
 
 
 @dataclass(frozen=True, slots=True)
+class DatePrior:
+    """The dates the question names; results dated in [after, before) were lifted by
+    ``weight`` rank-1 hits of one lane."""
+
+    phrases: list[str]
+    after: datetime
+    before: datetime
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
 class SearchTimings:
     """Milliseconds: embedding the variants, the SQL statement, the whole search."""
 
@@ -201,6 +218,7 @@ class SearchExplain:
     diversified: bool
     pool: int
     recency_prior: RecencyPrior
+    date_prior: DatePrior | None
     timings_ms: SearchTimings
 
 
@@ -362,6 +380,7 @@ def search(
                 half_life_days=settings.half_life_days,
                 on=params["recency_weight"] > 0,
             ),
+            date_prior=_date_prior(request, settings.date_weight),
             timings_ms=SearchTimings(
                 embedding=round(embed_ms, 2),
                 sql=round(sql_ms, 2),
@@ -369,6 +388,13 @@ def search(
             ),
         )
     return result
+
+
+def _date_prior(request: SearchRequest, weight: float) -> DatePrior | None:
+    dates = question_dates(request.query, request.asked_at) if weight else None
+    if dates is None:
+        return None
+    return DatePrior(dates.phrases, dates.after, dates.before, weight)
 
 
 def statement_params(
@@ -392,6 +418,7 @@ def statement_params(
         lanes["graph"] = 0  # no neighbour of a named entity: the lane has nothing to add
     filters = request.filters
     memory_kinds = sorted(filters.kinds() & {"window", "note"})
+    dates = question_dates(request.query, request.asked_at) if settings.date_weight else None
     return {
         "vectors": list(vectors),
         "texts": variants if engine == "bm25" else [keyword_text(v) for v in variants],
@@ -419,6 +446,10 @@ def statement_params(
             settings.recency_weight if request.recency_weight is None else request.recency_weight
         ),
         "half_life_days": settings.half_life_days,
+        "date_after": dates.after if dates else None,
+        "date_before": dates.before if dates else None,
+        "date_weight": settings.date_weight,
+        "assistant_fact_weight": settings.assistant_fact_weight,
     }
 
 
