@@ -228,6 +228,28 @@ class LLMSettings(_Section):
     )
 
 
+DEFAULT_ASSISTANT_SPEAKERS = ("assistant", "ai", "bot", "system", "chatgpt", "claude", "gpt")
+
+
+class FactsSettings(_Section):
+    """Fact extraction at ingest (the LLM's or the offline rules')."""
+
+    assistant_speakers: tuple[str, ...] = Field(
+        DEFAULT_ASSISTANT_SPEAKERS,
+        description="Speaker names (any case; comma-separated in the env) whose turns are an "
+        "assistant's: their facts are marked said_by assistant (metadata) and get at most 0.5 "
+        "confidence.",
+    )
+    from_assistant: bool = Field(
+        True, description="Extract facts from assistant turns at all (false: only from the others)."
+    )
+
+    @field_validator("assistant_speakers", mode="before")
+    @classmethod
+    def _speakers(cls, value: Any) -> Any:
+        return _split_list(value)
+
+
 class GateSettings(_Section):
     enabled: bool = Field(True, description="Run the A-MAC admission gate on every write.")
     threshold: float = Field(
@@ -353,6 +375,22 @@ class SearchSettings(_Section):
         "entities the query names (0 = off; absent without AGE).",
     )
     graph_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the graph lane.")
+    preferences: int = Field(
+        2,
+        ge=0,
+        le=100,
+        description="Preference lane size: the standing preferences and instructions "
+        '("always ...", "I\'m vegetarian") nearest the question; 0: off.',
+    )
+    preference_weight: float = Field(
+        1.0, ge=0, le=10, description="RRF weight of the preference lane."
+    )
+    preference_min_similarity: float = Field(
+        0.2,
+        ge=-1,
+        le=1,
+        description="Cosine below which a standing preference is off the question's topic.",
+    )
 
 
 class RerankerSettings(_Section):
@@ -467,6 +505,7 @@ class Settings(_Section):
     auth: AuthSettings = AuthSettings()
     embedding: EmbeddingSettings = EmbeddingSettings()
     llm: LLMSettings = LLMSettings()
+    facts: FactsSettings = FactsSettings()
     gate: GateSettings = GateSettings()
     dedup: DedupSettings = DedupSettings()
     commit: CommitSettings = CommitSettings()

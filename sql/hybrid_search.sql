@@ -16,6 +16,9 @@
 --            the question names (not to those entities themselves: the facts lane
 --            has them), nearest first, <= 3 per neighbour, first variant only;
 --            the caller looks the entities up in the graph first
+--   preferences  standing preferences and instructions (facts of type preference)
+--            closest to the question, above a similarity floor: what a person asked
+--            to hold from now on reaches every request on its topic
 -- Fusion: score = sum over lanes and variants of
 --     lane_weight * variant_weight / (rrf_k + rank)
 -- (x assistant_fact_weight for a fact an assistant said), plus an optional recency
@@ -37,10 +40,13 @@
 --   seen_chars int                           ~ characters the embedding model sees of a text
 --   keyword_memories, keyword_facts int      keyword lane sizes, memories and facts
 --   graph int                                graph lane size
+--   preferences int                          preference lane size (0: off)
+--   preference_min_similarity float8         cosine below which a preference is not shown
 --   graph_named, graph_neighbours text[]     entity keys (named, 1-hop neighbours)
 --   rrf_k int, result_limit int
 --   variant_weights float8[]                 one per variant (the question itself: 1)
---   windows_weight, facts_weight, keyword_weight, graph_weight float8
+--   windows_weight, facts_weight, keyword_weight, graph_weight,
+--   preference_weight float8
 --   the filters, NULL = off (documented in memory_filters.sql and fact_filters.sql):
 --     sources text[] | NULL                  only these sources
 --     memory_kinds text[] | NULL             window / note (facts: facts lane size 0)
@@ -203,6 +209,26 @@ graph_lane AS (
     ORDER BY per_fact.distance
     LIMIT %(graph)s
 ),
+preference_lane AS (
+    -- Standing preferences and instructions (fact_type preference) nearest the
+    -- question, if at all close: few per tenant, read through their partial index
+    -- and ranked exactly; first variant only.
+    SELECT 1::bigint AS variant, near.id,
+           row_number() OVER (ORDER BY near.distance, near.id) AS rank
+    FROM (
+        SELECT f.id, f.embedding <=> q.embedding AS distance
+        FROM facts AS f
+        CROSS JOIN q
+        WHERE q.variant = 1
+          AND %(preferences)s > 0
+          AND f.fact_type = 'preference'
+          AND f.embedding IS NOT NULL
+          {fact_filters}
+    ) AS near
+    WHERE near.distance <= 1 - %(preference_min_similarity)s::float8
+    ORDER BY near.distance, near.id
+    LIMIT %(preferences)s
+),
 lanes AS (
     SELECT 'memory'::text AS item, id, variant, 'windows'::text AS lane, rank FROM window_lane
     UNION ALL
@@ -211,6 +237,8 @@ lanes AS (
     SELECT item, id, variant, 'keyword', rank FROM keyword_lane
     UNION ALL
     SELECT 'fact', id, variant, 'graph', rank FROM graph_lane
+    UNION ALL
+    SELECT 'fact', id, variant, 'preferences', rank FROM preference_lane
 ),
 fused AS (
     SELECT item,
@@ -218,6 +246,7 @@ fused AS (
            sum(CASE lane WHEN 'windows' THEN %(windows_weight)s::float8
                          WHEN 'facts' THEN %(facts_weight)s::float8
                          WHEN 'graph' THEN %(graph_weight)s::float8
+                         WHEN 'preferences' THEN %(preference_weight)s::float8
                          ELSE %(keyword_weight)s::float8 END
                * (%(variant_weights)s::float8[])[variant]
                / (%(rrf_k)s + rank))                      AS rrf,
@@ -225,6 +254,7 @@ fused AS (
            min(rank) FILTER (WHERE lane = 'facts')        AS facts_rank,
            min(rank) FILTER (WHERE lane = 'keyword')      AS keyword_rank,
            min(rank) FILTER (WHERE lane = 'graph')        AS graph_rank,
+           min(rank) FILTER (WHERE lane = 'preferences')  AS preferences_rank,
            array_agg(DISTINCT variant)                    AS variants
     FROM lanes
     GROUP BY item, id
@@ -265,7 +295,7 @@ hits AS (
 SELECT kind, id, text, source, created_at, event_at, valid_to, subject, fact_status,
        memory_id, source_turn_ids, importance,
        rrf * trust + prior + date_prior AS score, rrf * trust AS rrf, prior + date_prior AS prior,
-       windows_rank, facts_rank, keyword_rank, graph_rank, variants
+       windows_rank, facts_rank, keyword_rank, graph_rank, preferences_rank, variants
 FROM hits
 ORDER BY score DESC, item = 'fact', id
 LIMIT %(result_limit)s

@@ -70,3 +70,11 @@ def test_fuzz_benchmark_smoke(tmp_path: Path) -> None:
     assert totals["requests"] >= 40 and totals["5xx"] == 0 and totals["failures"] == 0
     assert "POST /commit" in report["operations"] and "GET /search" in report["operations"]
     assert "requests/s" in result.stdout
+
+
+def test_fact_quality_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("fact_quality", tmp_path, timeout_s=120)
+    assert report["turns"] > 0 and report["gold"] > 0
+    assert report["correct"] <= report["facts"]
+    assert 0 <= report["precision"] <= 1 and 0 <= report["recall"] <= 1
+    assert "precision" in result.stdout

@@ -147,7 +147,9 @@ def test_keyword_lane_with_bm25_and_with_tsvector(seeded: Elephant, settings: Se
     bm25 = search(seeded, T, SearchRequest(query="zymurgy", lanes=lanes, explain=True))
     assert bm25.explain is not None and bm25.explain.keyword_engine == "bm25"
     assert bm25.hits and "zymurgy" in bm25.hits[0].text
-    assert bm25.hits[0].ranks == LaneRanks(windows=None, facts=None, keyword=1, graph=None)
+    assert bm25.hits[0].ranks == LaneRanks(
+        windows=None, facts=None, keyword=1, graph=None, preferences=None
+    )
     fallback_settings = settings.model_copy(
         update={"search": settings.search.model_copy(update={"keyword_engine": "tsvector"})}
     )
@@ -184,6 +186,7 @@ def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
         # Biscuit is an entity of the seeded facts, but its only edges are the
         # co-occurrence `mentions` ingest adds, which the graph lane does not follow.
         "graph": 0,
+        "preferences": 2,
     }
     assert "biscuit" in result.explain.graph.named
     assert result.explain.graph.neighbours == []

@@ -57,6 +57,7 @@ LANES = [
     pytest.param("bm25", "facts_text_bm25", id="keyword-facts-bm25"),
     pytest.param("bm25", "fact_entities_entity", id="graph-fact_entities"),
     pytest.param("bm25", "passages_embedding_hnsw", id="passages-hnsw"),
+    pytest.param("bm25", "facts_preferences", id="preferences-partial"),
     pytest.param("tsvector", "memories_embedding_hnsw", id="tsvector-windows-hnsw"),
     pytest.param("tsvector", "facts_embedding_hnsw", id="tsvector-facts-hnsw"),
     pytest.param("tsvector", "fact_entities_entity", id="tsvector-graph-fact_entities"),
@@ -134,6 +135,7 @@ def seed_tenant(elephant: Elephant, tenant: str, count: int, rng: random.Random)
                 ("chat", "api", "vet")[n % 3],
                 f"f{n}",
                 created,
+                "preference" if n % 50 == 0 else "world",
             )
         )
         for key in {rng.randrange(ENTITIES), rng.randrange(ENTITIES)}:
@@ -145,7 +147,7 @@ def seed_tenant(elephant: Elephant, tenant: str, count: int, rng: random.Random)
             "memories": "id, tenant_id, kind, text, embedding, source, event_at, content_hash, "
             "created_at",
             "facts": "id, tenant_id, memory_id, text, embedding, valid_from, valid_to, status, "
-            "recorded_at, expired_at, source, content_hash, created_at",
+            "recorded_at, expired_at, source, content_hash, created_at, fact_type",
             "fact_entities": "tenant_id, fact_id, entity_key, link",
             "passages": "tenant_id, memory_id, ordinal, char_start, char_end, embedding",
         }
@@ -226,9 +228,9 @@ def test_each_filter_is_written_once_and_spliced_into_every_lane(engine: str) ->
     text = statement(engine)
     assert not [line for line in text.splitlines() if line.strip().startswith("{")]
     # windows (nearest windows, windows of near turns, long notes of near passages) +
-    # keyword memories; facts + keyword facts + graph_facts
+    # keyword memories; facts + keyword facts + graph_facts + preferences
     assert text.count(fragment("memory_filters.sql").splitlines()[0]) == 4
-    assert text.count("WHEN %(include_expired)s THEN true") == 3
+    assert text.count("WHEN %(include_expired)s THEN true") == 4
     for name in ("memory_filters.sql", "fact_filters.sql", "hybrid_search.sql"):
         assert load_sql(name).count("WHEN %(include_expired)s THEN true") == (
             1 if name == "fact_filters.sql" else 0

@@ -107,6 +107,8 @@ def test_question_dates_reads_ranges_and_ignores_questions_without_dates() -> No
     )
     assert span.after < span.start and span.before > span.end
     assert question_dates("Who is Caroline's best friend?", asked) is None
+    assert question_dates("Which restaurant for dinner on Friday?", asked) is None  # a plan?
+    assert question_dates("What did we eat last Friday?", asked) is not None
 
 
 def test_facts_an_assistant_said_weigh_less(elephant: Elephant) -> None:

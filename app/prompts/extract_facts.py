@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.prompts.gate import quote_data
-from app.services.facts.model import EntityRef, ExtractedFact, FactType, TurnInput
+from app.services.facts.model import EntityRef, ExtractedFact, ExtractedType, TurnInput
 
-VERSION = "extract-facts-v2"
+VERSION = "extract-facts-v3"
 
 SYSTEM = """\
 You extract long-term memories from a conversation for a personal AI assistant.
@@ -38,6 +38,14 @@ on its own months later, without the conversation.
 absolute dates, both in the fact text and in valid_from/valid_to. Never leave a relative \
 date in a fact.
 - Skip greetings, thanks, small talk, filler and questions that carry no information.
+- Formatting is never a fact: do not extract markdown headings, titles, list labels, \
+bullet or numbered-list fragments, table cells, code, commands or links. A fact is a \
+complete sentence with a subject and a verb, one per claim; never the same claim twice.
+- An AI assistant's turns (speakers such as "assistant", "AI", "ChatGPT") are lower \
+trust: extract from them only concrete statements the user may need later \
+(recommendations, numbers, names, prices, dates, decisions), attributed to the \
+assistant ("The assistant recommended ..."), never generic advice, tips, explanations \
+or instructions. Facts about the user come first from the user's own words.
 - Do not invent anything that was not said; put your own conclusions in fact_type \
 "inference" with lower confidence.
 
@@ -52,8 +60,8 @@ what you conclude but nobody said outright.
 - valid_from / valid_to: when the fact starts / stops being true, as ISO-8601 dates \
 ("2023-05-07") or date-times, or null when unknown. For an event, valid_from is its date.
 - confidence: 0 to 1.
-- source_turn_ids: the ids of the turns the fact comes from, exactly as written in the \
-brackets.
+- source_turn_ids: the ids of the turns the fact comes from (the turns that state it), \
+exactly as written in the brackets.
 
 Answer {"facts": []} when there is nothing worth remembering."""
 
@@ -73,7 +81,7 @@ class FactOut(BaseModel):
     text: str = Field(min_length=1, max_length=2000)
     subject: str | None = Field(None, max_length=200)
     entities: list[EntityOut] = Field(default_factory=list)
-    fact_type: FactType = "world"
+    fact_type: ExtractedType = "world"
     valid_from: str | None = None
     valid_to: str | None = None
     confidence: float = Field(0.8, ge=0, le=1)

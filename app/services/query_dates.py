@@ -17,11 +17,13 @@ from app.services.facts.dates import find_dates
 # "11 to 15 August" / "August 11 and 15": the second day of a range the parser reads
 # as one date; it ends the span in the same month.
 _RANGE_END_RE = re.compile(
-    r"^\s*(?:-|–|to|and|until|through|till)\s*(\d{1,2})(?:st|nd|rd|th)?\b", re.IGNORECASE
+    r"^\s*(?:-|\u2013|to|and|until|through|till)\s*(\d{1,2})(?:st|nd|rd|th)?\b", re.IGNORECASE
 )
 _RANGE_START_RE = re.compile(
-    r"\b(\d{1,2})(?:st|nd|rd|th)?\s*(?:-|–|to|and|until|through|till)\s*$", re.IGNORECASE
+    r"\b(\d{1,2})(?:st|nd|rd|th)?\s*(?:-|\u2013|to|and|until|through|till)\s*$", re.IGNORECASE
 )
+# "dinner on Friday" is as often a plan as a memory: a bare weekday names no date
+_BARE_WEEKDAY_RE = re.compile(r"^(?:on\s+)?[A-Za-z]+$")
 _MIN_SLACK = timedelta(days=7)  # people talk about an event in the days after it
 _MAX_SLACK = timedelta(days=30)
 
@@ -39,7 +41,7 @@ class QuestionDates:
 
 def question_dates(query: str, asked_at: datetime | None = None) -> QuestionDates | None:
     anchor = (asked_at or datetime.now(UTC)).astimezone(UTC)
-    matches = find_dates(query, anchor)
+    matches = [m for m in find_dates(query, anchor) if not _BARE_WEEKDAY_RE.match(m.mention.phrase)]
     if not matches:
         return None
     start = min(match.mention.start for match in matches)

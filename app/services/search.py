@@ -70,6 +70,7 @@ class LaneSizes(_Input):
     facts: int | None = Field(None, ge=0, le=1000)
     keyword: int | None = Field(None, ge=0, le=1000)
     graph: int | None = Field(None, ge=0, le=1000)
+    preferences: int | None = Field(None, ge=0, le=100)
 
 
 class SearchRequest(_Input):
@@ -105,6 +106,7 @@ class LaneRanks:
     facts: int | None
     keyword: int | None
     graph: int | None
+    preferences: int | None
 
 
 class HitFields(msgspec.Struct, frozen=True, kw_only=True):
@@ -293,7 +295,7 @@ def _paraphrases(elephant: Elephant, conn: Connection, tenant: str, query: str) 
 
 CHARS_PER_TOKEN = 4  # English text in a WordPiece/BPE vocabulary, roughly
 
-LANE_KEYS = ("windows", "facts", "keyword_memories", "keyword_facts", "graph")
+LANE_KEYS = ("windows", "facts", "keyword_memories", "keyword_facts", "graph", "preferences")
 
 
 def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
@@ -304,12 +306,16 @@ def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
     facts = defaults.facts if request.lanes.facts is None else request.lanes.facts
     keyword = defaults.keyword if request.lanes.keyword is None else request.lanes.keyword
     graph = defaults.graph if request.lanes.graph is None else request.lanes.graph
+    preferences = (
+        defaults.preferences if request.lanes.preferences is None else request.lanes.preferences
+    )
     return {
         "windows": windows if memory_kinds else 0,
         "facts": facts if "fact" in kinds else 0,
         "keyword_memories": keyword if memory_kinds else 0,
         "keyword_facts": keyword if "fact" in kinds else 0,
         "graph": graph if "fact" in kinds else 0,
+        "preferences": preferences if "fact" in kinds else 0,
     }
 
 
@@ -431,6 +437,8 @@ def statement_params(
         "facts_weight": settings.facts_weight,
         "keyword_weight": settings.keyword_weight,
         "graph_weight": settings.graph_weight,
+        "preference_weight": settings.preference_weight,
+        "preference_min_similarity": settings.preference_min_similarity,
         "graph_named": named,
         "graph_neighbours": neighbours,
         "result_limit": result_limit or request.limit or settings.default_limit,
@@ -484,6 +492,7 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         facts_rank,
         keyword_rank,
         graph_rank,
+        preferences_rank,
         variants,
     ) = row
     return SearchHit(
@@ -501,7 +510,11 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         source_turn_ids=list(source_turn_ids or []),
         importance=float(importance),
         ranks=LaneRanks(
-            windows=windows_rank, facts=facts_rank, keyword=keyword_rank, graph=graph_rank
+            windows=windows_rank,
+            facts=facts_rank,
+            keyword=keyword_rank,
+            graph=graph_rank,
+            preferences=preferences_rank,
         ),
         rrf=float(rrf),
         prior=float(prior),

@@ -8,7 +8,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-FactType = Literal["world", "experience", "inference"]
+ExtractedType = Literal["world", "experience", "inference"]  # what an extractor may say
+# plus standing preferences and instructions, found by rules (facts/standing.py)
+FactType = Literal["world", "experience", "inference", "preference"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +49,6 @@ class ExtractedFact(BaseModel):
     valid_to: datetime | None = None
     confidence: float = Field(0.8, ge=0, le=1)
     source_turn_ids: list[str] = Field(default_factory=list)
+    # an assistant's words (its turn's speaker is in facts.assistant_speakers): lower
+    # trust, stored as metadata {"said_by": "assistant"}
+    said_by_assistant: bool = False

@@ -5,17 +5,21 @@ Elephant remembers. They aim for what an LLM extractor would produce on the easy
 majority of turns: drop chit-chat, rewrite first-person statements as third-person
 facts about the speaker ("I'm" -> "Caroline is"), resolve "you" to the other speaker,
 replace relative dates by absolute ones, and attach the names the sentence mentions.
-Everything is regex and word lists, so the output is deterministic and thousands of
-turns take well under a second.
+A fact is a whole sentence (a subject, a finite verb, no dangling end), one per claim;
+markdown layout (headings, list labels, code, tables, links) is never one. An
+assistant's turn gives only its concrete statements, marked as the assistant's and
+trusted less. Everything is regex and word lists, so the output is deterministic and
+thousands of turns take well under a second.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from app.config import DEFAULT_ASSISTANT_SPEAKERS
 from app.services.facts.dates import (
     MONTH_NAMES,
     WEEKDAY_NAMES,
@@ -101,19 +105,24 @@ _ABBREVIATION_RE = re.compile(
 _CLAUSE_SPLIT_RE = re.compile(
     r"\s+[-\u2013\u2014]+\s+|\s*;\s+|\s*\u2014\s*"
     r"|,?\s+(?:and|but|so|plus)\s+(?=(?:I|I'm|I've|I'd|I'll|we|we're|we've|we'll|it|it's"
-    r"|that's|he|she|they|they're)\b)",
+    r"|that's|he|she|they|they're)\b)"
+    r"|,\s+(?=(?:he|she|they)\s+(?!and\b|or\b)[a-z]+\b)",  # a comma splice: ", she sells"
 )
 _INTERJECTION_RE = re.compile(
     r"^(?:(?:oh+|wow+|whoa|woah|yeah|yes|yep|yup|yea|well|hey+|hi|hello|haha\w*|hehe\w*|lol"
     r"|ah+|aw+|omg|ok|okay|no|nope|sure|true|right|exactly|absolutely|definitely|totally"
     r"|hmm+|um+|uh+|thanks|thank you|cool|nice|great|awesome|amazing|sweet|gosh|man|dude"
-    r"|ha|hah|wait|honestly|oh my|oh wow|aww+|alright|agreed|indeed)\s*[,!.]+\s*"
+    r"|ha|hah|wait|honestly|oh my|oh wow|aww+|alright|agreed|indeed|perfect|noted"
+    r"|guess what|good news|fun fact)\s*[,!.]+\s*"
     r"|(?:so|and|but|also|plus|btw|by the way|anyway|anyways|actually|honestly|now|then"
     r"|besides|oh and|well)[,]?\s+)+",
     re.IGNORECASE,
 )
 _TRAILING_NOISE_RE = re.compile(
-    r"(?:,?\s+(?:lol|haha\w*|hehe\w*|xd|tho|though|too|as well)|,\s*which\s+(?:is|was)\s+"
+    r"(?:,?\s+(?:lol|haha\w*|hehe\w*|xd|tho|though|too|as well)"
+    r"|,\s*(?:sadly|unfortunately|honestly|thankfully|luckily|thanks|thank you)"
+    r"|(?<!\bback)(?<!\bsince)(?<!\buntil)(?<!\btill)(?<!\bby)(?<!\band)\s+then"
+    r"|,\s*which\s+(?:is|was)\s+"
     r"(?:so\s+|pretty\s+|really\s+|very\s+|super\s+|kinda\s+)*\w+)\s*$",
     re.IGNORECASE,
 )
@@ -145,6 +154,12 @@ _REACTION_RE = re.compile(
     r"(?:so\s+|really\s+|very\s+|super\s+|pretty\s+|such\s+|a\s+|an\s+)*"
     r"(?:great|amazing|awesome|cool|fun|nice|lovely|wonderful|fantastic|beautiful|incredible"
     r"|good|perfect|exciting|interesting|peaceful|relaxing|delicious|tough|hard|like\b)",
+    re.IGNORECASE,
+)
+# Liking what was just shown or said: "I love that name", "I really like your photo".
+_LIKING_THAT_RE = re.compile(
+    r"^I\s+(?:\w+ly\s+|just\s+|so\s+)?(?:love|like|adore|loved|liked|enjoyed)\s+"
+    r"(?:that|your)(?:\s+\S+)?$",
     re.IGNORECASE,
 )
 _PRONOUN_OPENER_RE = re.compile(
@@ -208,6 +223,195 @@ _FINITE_VERBS = _words(
     isn't wasn't aren't weren't doesn't didn't hasn't haven't can't won't
     """
 )
+# Words that are a finite verb wherever they stand (with _FINITE_VERBS, _IRREGULAR_PAST
+# and the third-person forms below): a clause needs one after its subject.
+_VERB_WORDS = _words(
+    """
+    am be do done says goes knows wants needs likes loves lives works uses costs runs
+    shall may i'm i've i'd i'll we're we've we'll we'd you're you've you'll you'd they're
+    they've they'll they'd he's she's it's that's there's here's what's who's he'll she'll
+    it'll that'll he'd she'd it'd
+    """
+)
+_BASE_VERB_STOPWORDS = _words("make get go let do have")
+_THE_MY = _words("the my our his her their")
+_DETERMINERS = _THE_MY | _words("a an this that these those each every its your")
+_ADVERB_WORDS = frozenset(re.findall(r"[a-z]+", _ADVERBS)) - {"kind", "sort", "of"}
+_SUBJECT_PRONOUNS = frozenset({"i", "we", "you", "they"})  # a base-form verb may follow
+# Words after which an "-s" or "-ed" word is a noun or an adjective, not a verb.
+_NOMINAL_BEFORE = _words(
+    """
+    a an the my your his her its our their this that these those some any no every each
+    all both many few several more most other another such what which whose of for with
+    in on at by to from into onto about over under after before during without between
+    per via than and or one two three four five six seven eight nine ten twelve twenty
+    dozen hundred thousand few
+    """
+)
+# Bare verbs that open an instruction: "Buy the ticket", "Run the backup".
+_IMPERATIVE_VERBS = _words(
+    """
+    add aim apply ask avoid book bookmark bring buy call check choose click close commit
+    compare configure consider contact copy create delete deploy disable download drink drop
+    eat enable ensure enter explore fill find fly follow get give go grab head install join
+    keep leave let look make merge mix note open order pack paste pay pick plan plug prepare
+    press print pull push put read register remember remove rent replace reserve restart run
+    save search see select send set share sign skip sort start stay store swap switch take
+    tell test trim try turn type unplug update upgrade use verify visit walk watch wear write
+    """
+)
+_LEADING_SUBCLAUSE_RE = re.compile(
+    r"^(?:since|because|as|when|if|once|after|before|while|unless)\b[^,]{0,80},\s*",
+    re.IGNORECASE,
+)
+# Words no sentence ends on: "... and", "... the", "... because".
+_ALWAYS_DANGLING = _words("a an the and or but nor because if than whose my your our their")
+# Words a sentence cut off with "..." stops on ("I have to tell you about...").
+_CUT_DANGLING = _ALWAYS_DANGLING | _words(
+    """
+    so yet as that which who whom when while where whether his her its this these those
+    some any every each no with about to of for from in on at by into onto upon like via
+    per through toward towards among between without is are was were be been being has
+    have had do does did will would can could should shall might must am very really just
+    also not
+    """
+)
+# Prepositions that need an object after a name or a pronoun: "tell Gina about", "likes
+# Nate with" (but "cheer Jon on", "let them in" are whole).
+_OBJECT_PREPOSITIONS = _words("with about to of for from at by into")
+_OBJECTS = _words("him her them us me you it")
+
+
+def _tokens(text: str) -> list[str]:
+    return [w.lower() for w in _WORD_RE.findall(text.replace("\u2019", "'"))]
+
+
+def _verb_at(words: list[str], raw: list[str], index: int, strict: bool = False) -> bool:
+    """Whether words[index] (raw: as written) is a finite verb after a subject."""
+    word = words[index]
+    if word in _VERB_WORDS or word in _FINITE_VERBS or word in _IRREGULAR_PAST:
+        return True
+    if word in _THIRD_PERSON.values() or word.endswith("n't"):
+        return True
+    if (word in STOPWORDS and word not in _BASE_VERB_STOPWORDS) or not raw[index][:1].islower():
+        return False
+    subject = index - 1  # the subject's last word: "we (all) need", "I really enjoy"
+    while subject > 0 and (words[subject] in _ADVERB_WORDS or words[subject] in ("all", "both")):
+        subject -= 1
+    if words[subject] in _SUBJECT_PRONOUNS:
+        return True
+    before = words[index - 1]
+    if before in _NOMINAL_BEFORE:  # "the required fields", "for retries"
+        return False
+    if word.endswith("ed") and len(word) > 3:
+        return True
+    last = index == len(words) - 1
+    if (
+        word.endswith("s")
+        and not word.endswith(("ss", "us", "is", "'s"))
+        and len(word) > 2
+        and not before[:1].isdigit()  # "30 minutes", "two hours": a quantity
+        and (not last or (index >= 2 and not strict))  # "every step counts"; "Light layers"
+        and (last or words[index + 1] not in ("and", "or"))
+        # a list item: "The JR Pass costs", "Render's tier spins", not "Business hotels near"
+        and (not strict or words[0] in _DETERMINERS or words[0].endswith("'s"))
+    ):
+        return True
+    # a base form after a plural subject: "The colors make", "Creativity and family keep"
+    gerund = word.endswith("ing") and word not in _ING_VERBS
+    if gerund or word.endswith(("s", "ly")) or not word.isalpha():
+        return False
+    noun = words[subject]
+    plural = noun.endswith("s") and not noun.endswith(("ss", "us", "'s"))
+    opener = subject == 0 or words[subject - 1] in _NOMINAL_BEFORE
+    if plural and opener:
+        return True
+    # "family and moments make", "Creativity and the kids keep"
+    return not strict and (
+        words[subject - 1 : subject] == ["and"]
+        or (words[subject - 2 : subject - 1] == ["and"] and words[subject - 1] in _THE_MY)
+    )
+
+
+def _finite_verb(text: str, strict: bool = False) -> int | None:
+    """Index of the clause's first finite verb after its subject; None if it has none.
+
+    Word lists, not a parser: "Alice lives in Paris", "We deploy on Render" and
+    "Trains leave every 30 minutes" have one; "Street food in Dotonbori", "Light
+    layers and a rain jacket" and "Buy the ticket at the office" do not. strict (list
+    items): the verb comes within six words, with no comma before it ("quartz,
+    ordered from ..." is a label's value, not a clause).
+    """
+    raw = _WORD_RE.findall(text.replace("\u2019", "'"))
+    words = [w.lower() for w in raw]
+    lead = _LEADING_SUBCLAUSE_RE.match(text)  # "Since you need to be back, fly home ..."
+    if _imperative(words) or (lead and _imperative(_tokens(text[lead.end() :]))):
+        return None
+    if words and "'" in words[0] and words[0] in _VERB_WORDS:
+        return 0  # subject and verb in one: "I'm", "We're", "It's"
+    for index, word in enumerate(words[:5]):  # "Oliver's hilarious", "Sam's been busy"
+        if word.endswith("'s") and index + 1 < len(words) and _is_after(words[index + 1]):
+            return index
+    for index in range(1, len(words)):
+        if strict and index > 6:
+            return None
+        if _verb_at(words, raw, index, strict):
+            if strict and "," in text[: text.find(raw[index])]:
+                return None
+            return index
+    return None
+
+
+_IS_AFTER = _words(
+    """
+    a an the so very really such super pretty not always never been got gone just still
+    also too quite going gonna in at on from like one my our your his her their all
+    """
+)
+
+
+def _is_after(word: str) -> bool:
+    """Whether word follows "'s" = "is"/"has" ("Oliver's hilarious"), not a possessive."""
+    return (
+        word in _IS_AFTER
+        or word in _EMOTION_ADJECTIVES
+        or word.endswith(("ing", "ed", "ous", "ful", "ive", "able", "ible"))
+    )
+
+
+def _imperative(words: list[str]) -> bool:
+    """An instruction without a subject: 'Buy the ticket', 'Use tenacity for retries'."""
+    if not words or words[0] not in _IMPERATIVE_VERBS:
+        return False
+    return _bare_verb(words)
+
+
+def _bare_verb(words: list[str]) -> bool:
+    """words[0] is a verb with no subject, not a noun ('Use is limited', 'Call of Duty')."""
+    return len(words) < 2 or not (
+        words[1] in ("of", "is", "was", "are", "were", "has", "had") or words[1] in _VERB_WORDS
+    )
+
+
+def _dangling(text: str, cut: bool = False) -> bool:
+    """Whether the sentence stops mid-phrase: '... tell Gina about', '... likes Nate with'.
+
+    cut: the clause ended with an ellipsis, so any function word at its end dangles.
+    A stranded preposition after a verb or an adjective is whole ('what she is working
+    on', 'something he is excited about').
+    """
+    raw = _WORD_RE.findall(text.replace("\u2019", "'"))
+    if not raw:
+        return False
+    last = raw[-1].lower()
+    if last in _ALWAYS_DANGLING or (cut and last in _CUT_DANGLING):
+        return True
+    if last not in _OBJECT_PREPOSITIONS or len(raw) < 3:
+        return False
+    before = raw[-2]
+    return before.lower() in _OBJECTS or (before[:1].isupper() and before.lower() != "i")
+
+
 _THIRD_PERSON = {
     "have": "has",
     "do": "does",
@@ -284,6 +488,7 @@ _SUBJECT_SLOT_RE = re.compile(
     r"|mean|wish|sure|bet|glad|seems|heard))\s*$",
     re.IGNORECASE,
 )
+_COORDINATED_RE = re.compile(r"(?:\b[A-Z][\w']*|\b(?i:my|our)\s+\w+)\s+and\s*$")
 _WE_TAILS = {"'re": " are", "'ve": " have", "'ll": " will", "'d": " would"}
 
 
@@ -339,7 +544,12 @@ def _resolve_pronouns(text: str, speaker: _Person, addressee: _Person | None) ->
         else:  # bare "I" / "you": the verb that follows must agree with a third person
             out.append(name)
             verb = _VERB_AFTER_RE.match(text, pos)
-            if verb and (word.lower() == "i" or _SUBJECT_SLOT_RE.search(text[: m.start()])):
+            slot = text[: m.start()]
+            if (
+                verb
+                and (word.lower() == "i" or _SUBJECT_SLOT_RE.search(slot))
+                and not _COORDINATED_RE.search(slot)  # "Gina and I are": plural
+            ):
                 agreed = _third_person(verb[3])
                 if agreed != verb[3]:
                     out.append(verb[1] + verb[2] + agreed)
@@ -352,6 +562,23 @@ _OPENING_ADVERBS = frozenset(
     {"really", "also", "finally", "totally", "actually", "recently", "still", "just", "always"}
 )
 _AUXILIARY_RE = re.compile(r"^(is|has|was|will|can|would)\s+")
+
+
+# Words after which a participle belongs to the gerund's own phrase: "Trying to get it
+# fixed", "Working on a project I started".
+_GERUND_OBJECT_END = _words("he she who that which to it get got be been being have has had")
+
+
+def _gerund_subject(following: list[str]) -> bool:
+    """Whether a past-tense verb follows an opening gerund's short object with no subject
+    of its own in between: 'Adding timeout=10 fixed it', not 'Working on a project I
+    started'."""
+    for word in following[:4]:
+        if word in _SUBJECT_PRONOUNS or word in _GERUND_OBJECT_END:
+            return False
+        if word in _IRREGULAR_PAST or (word.endswith("ed") and len(word) > 4):
+            return True
+    return False
 
 
 def _implicit_subject(text: str, name: str) -> str | None:
@@ -383,13 +610,15 @@ def _implicit_subject(text: str, name: str) -> str | None:
     if first in _EMOTION_ADJECTIVES and first not in ("so", "super", "really", "pretty", "very"):
         return f"{name} is {first} {rest}".rstrip()
     if first.endswith("ing") and first not in _NON_VERB_ING and len(first) > 4:
-        if any(w in _FINITE_VERBS for w in following):
-            return None  # a gerund subject: "Painting looks like ..."
+        if any(w in _FINITE_VERBS for w in following) or _gerund_subject(following):
+            return None  # a gerund subject: "Painting looks like ...", "Adding X fixed it"
         return f"{name} is {first} {rest}".rstrip()
     if (first in _IRREGULAR_PAST or (first.endswith("ed") and len(first) > 4)) and (
         len(words) > 1 and words[1][:1].islower()
     ):
         return f"{name} {first} {rest}".rstrip()
+    if first == "like" and following[:1] and following[0] in _OBJECTS - {"it"}:
+        return None  # a comparison: "Just like you with your tournament"
     if first in ("love", "loved", "like", "enjoy", "started", "finished", "tried"):
         return f"{name} {_third_person(first)} {rest}".rstrip()
     return None
@@ -546,6 +775,16 @@ def _recurring(match: DateMatch) -> bool:
     )
 
 
+_HABITUAL_BEFORE_RE = re.compile(r"\b(?:every|each|most|all|other|the|a)\s+$", re.IGNORECASE)
+_WEEKDAY_PREFIXES = frozenset(day[:3] for day in WEEKDAY_NAMES)
+
+
+def _habitual(text: str, match: DateMatch) -> bool:
+    """'every Thursday', 'the Sunday market': a weekday that is no one date."""
+    weekday = match.mention.phrase.split()[-1].lower()[:3] in _WEEKDAY_PREFIXES
+    return weekday and bool(_HABITUAL_BEFORE_RE.search(text[: match.begin]))
+
+
 # What follows a sentence-opening date phrase when the phrase is an adverbial and not
 # the subject: "Last week, I ...", "Yesterday Tom ...", but not "Today is ...".
 _CLAUSE_AFTER_DATE_RE = re.compile(
@@ -567,7 +806,7 @@ def _rewrite_dates(text: str, anchor: datetime | None) -> tuple[str, datetime | 
     pronoun and implicit-subject rules see the clause's real first word; a date that
     is the subject loses its preposition ("Today is ..." -> "5 February 2024 is ...").
     """
-    matches = [m for m in find_dates(text, anchor) if not _recurring(m)]
+    matches = [m for m in find_dates(text, anchor) if not _recurring(m) and not _habitual(text, m)]
     event: datetime | None = matches[0].mention.start if matches else None
     out: list[str] = []
     pos = 0
@@ -601,6 +840,151 @@ def _append_to_first_clause(text: str, phrase: str) -> str:
         if len(text[: comma.start()].split()) >= 4:
             return f"{text[: comma.start()]} {phrase}{text[comma.start() :]}"
     return f"{text} {phrase}"
+
+
+# --- formatting: markdown is layout, never a fact ----------------------------------------
+
+_FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
+_HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
+_RULE_RE = re.compile(r"^\s*(?:[-*_=]\s*){3,}$")
+_QUOTE_RE = re.compile(r"^\s*(?:>\s?)+")
+_LIST_ITEM_RE = re.compile(r"^\s*(?:[-*+\u2022\u2023\u25e6\u2013]|\d{1,3}[.)]|[a-z]\))\s+")
+_URL_ONLY_RE = re.compile(r"^\s*[(<]?(?:https?://|www\.)\S+[)>]?\s*$", re.IGNORECASE)
+_LINK_RE = re.compile(r"!?\[([^\]]*)\]\([^)\s]*\)")
+_INLINE_CODE_RE = re.compile(r"`+([^`]*)`+")
+_MARKERS_RE = re.compile(r"^\[[ xX]\]\s+|\s*\[\^?\d{1,3}\]|</?\w+\s*/?>")  # [ ], [1], <br>
+_BOLD_LINE_RE = re.compile(r"^(?:\*\*|__)[^*_]+?(?<![.!?])(?:\*\*|__)\s*:?$")
+_EMPHASIS_RES = (
+    re.compile(r"\*\*(.+?)\*\*"),
+    re.compile(r"(?<!\w)__(.+?)__(?!\w)"),
+    re.compile(r"~~(.+?)~~"),
+    re.compile(r"(?<![\w*])\*(?=\S)(.+?)(?<=\S)\*(?![\w*])"),
+    re.compile(r"(?<![\w_])_(?=\S)(.+?)(?<=\S)_(?![\w_])"),
+)
+# A line of code written without a fence: a shell prompt, an import, an assignment, a
+# call, or a line that ends like a statement.
+_CODE_LINE_RE = re.compile(
+    r"^\s*(?:\$\s|>>>|#!|import\s+\w|from\s+[\w.]+\s+import\b|def\s+\w+\s*\(|class\s+\w+\s*[(:]"
+    r"|return\b|(?:const|let|var)\s+\w+\s*=|[\w.\[\]]+\s*[+\-*/]?=\s*\S|[}\])])"
+    r"|[;{}]\s*$|\w\([^()]*\)\s*$"
+)
+# "Note: ...", "Must-see: ...", "Meeting notes 12 Jan: ...": a label, not a subject.
+_LABEL_RE = re.compile(r"^([^:\s][^:]{0,40}?)\s*:\s+(?=\S)")
+_LABEL_WORDS = 4
+_TITLE_WORDS = 6
+_TERMINAL = (".", "!", "?", ";", ":", '"', "'", ")")
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """A run of text to read sentences from; strict: a list item or a label's value, kept
+    only where it is a full clause."""
+
+    text: str
+    strict: bool
+
+
+def _plain(line: str) -> str:
+    """A line without its markup: links keep their text, emphasis and backticks go."""
+    line = _LINK_RE.sub(r"\1", line)
+    line = _MARKERS_RE.sub("", _INLINE_CODE_RE.sub(r"\1", line).strip())
+    for pattern in _EMPHASIS_RES:
+        line = pattern.sub(r"\1", line)
+    return _SPACE_RE.sub(" ", line).strip()
+
+
+def _code_heavy(line: str) -> bool:
+    """Code, fenced by nothing: mostly `inline code`, or a line shaped like a statement."""
+    if _CODE_LINE_RE.search(line):
+        return True
+    code = sum(len(span) for span in _INLINE_CODE_RE.findall(line))
+    return code > 0 and code * 5 >= 2 * len(line.replace(" ", ""))
+
+
+def _layout_only(line: str) -> bool:
+    """A line that is formatting: heading, rule, table row, bare link, code, bold title."""
+    stripped = line.strip()
+    return bool(
+        _HEADING_RE.match(line)
+        or _RULE_RE.match(line)
+        or stripped.startswith("|")
+        or stripped.count("|") >= 2
+        or _URL_ONLY_RE.match(stripped)
+        or _BOLD_LINE_RE.match(stripped)
+        or _code_heavy(stripped)
+    )
+
+
+def _segments(text: str) -> list[_Segment]:
+    """The turn's prose and list items, its markdown layout dropped.
+
+    Headings, title lines ("Budget tips:"), table rows, code (fenced, or lines that
+    look like it), rules and lines that are only a link give nothing. A list item or
+    a labelled line ("Note: ...") is its own strict segment. Other lines are prose; a
+    line that does not end a sentence and is followed by a lower-case line is one
+    sentence wrapped over two lines. A short unpunctuated line just above a list or a
+    table is that list's title.
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    kinds: list[str] = []  # per line: skip, item, prose
+    in_code = False
+    for line in lines:
+        if _FENCE_RE.match(line):
+            in_code = not in_code
+            kinds.append("skip")
+        elif in_code or not line.strip() or _layout_only(_QUOTE_RE.sub("", line)):
+            kinds.append("skip")
+        else:
+            kinds.append("item" if _LIST_ITEM_RE.match(_QUOTE_RE.sub("", line)) else "prose")
+    segments: list[_Segment] = []
+    open_prose = False  # the last segment is prose that the next line may continue
+    for index, (line, kind) in enumerate(zip(lines, kinds, strict=True)):
+        if kind == "skip":
+            open_prose = False
+            continue
+        line = _QUOTE_RE.sub("", line)
+        item = _LIST_ITEM_RE.match(line) if kind == "item" else None
+        body = _plain(line[item.end() :] if item else line)
+        if not body or body.endswith(":") or (not item and _list_title(body, lines, index)):
+            open_prose = False  # a title: "Here are some options:", "Vegetarian spots"
+            continue
+        strict = item is not None
+        label = _LABEL_RE.match(body)
+        if label and _is_label(label[1]):
+            body, strict = body[label.end() :], True
+        if strict:
+            segments.append(_Segment(body, True))
+            open_prose = False
+        elif open_prose and body[:1].islower():
+            segments[-1] = _Segment(f"{segments[-1].text} {body}", False)
+        else:
+            segments.append(_Segment(body, False))
+            open_prose = True
+        if body.endswith(_TERMINAL):
+            open_prose = False
+    return segments
+
+
+def _is_label(text: str) -> bool:
+    """'Note', 'Must-see', 'Meeting notes 12 Jan'; not a clause like 'I have three kids'."""
+    words = _tokens(text)
+    return (
+        0 < len(words) <= _LABEL_WORDS
+        and words[0] not in _FIRST_WORDS_OF_CLAUSES
+        and not any(w in _VERB_WORDS or w in _FINITE_VERBS or w in _IRREGULAR_PAST for w in words)
+    )
+
+
+_FIRST_WORDS_OF_CLAUSES = _words("i we you he she they it my our your his her their")
+
+
+def _list_title(body: str, lines: list[str], index: int) -> bool:
+    """A short unpunctuated line right above a list item or a table row."""
+    if body.endswith(_TERMINAL) or len(body.split()) > _TITLE_WORDS:
+        return False
+    following = next((line for line in lines[index + 1 :] if line.strip()), "")
+    following = _QUOTE_RE.sub("", following).strip()
+    return bool(_LIST_ITEM_RE.match(following) or following.startswith("|"))
 
 
 # --- sentences ---------------------------------------------------------------------------
@@ -668,10 +1052,14 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _confidence(text: str, reported: bool, implicit: bool) -> float:
+ASSISTANT_CONFIDENCE = 0.5  # the most an assistant's statement is trusted
+
+
+def _confidence(text: str, reported: bool, implicit: bool, assistant: bool = False) -> float:
     words = len(text.split())
     value = 0.8 - max(0, words - 15) * 0.01 - (0.05 if reported else 0) - (0.05 if implicit else 0)
-    return round(min(0.8, max(0.6, value)), 2)
+    value = min(0.8, max(0.6, value))
+    return round(min(value, ASSISTANT_CONFIDENCE) if assistant else value, 2)
 
 
 @dataclass(frozen=True)
@@ -682,6 +1070,7 @@ class _Context:
     anchor: datetime | None
     turn_id: str | None
     note: bool = False  # a note: nothing in it is reported speech or said to anyone
+    assistant: bool = False  # an assistant's turn: only concrete statements, lower trust
 
 
 def _as_utc(value: datetime | None) -> datetime | None:
@@ -690,8 +1079,15 @@ def _as_utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
-def _clause_fact(clause: str, ctx: _Context) -> ExtractedFact | None:
-    text = _INTERJECTION_RE.sub("", clause).strip(" ,")
+def _clause_fact(clause: str, ctx: _Context, strict: bool = False) -> ExtractedFact | None:
+    """The fact one clause states, or None: chit-chat, a question, advice, a fragment.
+
+    strict (a list item, a label's value): kept only as a full clause. A fact is a
+    whole sentence: its clause has a finite verb after a subject and does not stop
+    mid-phrase. An assistant's statement is kept only when it is concrete (a number
+    or a name) and is reported as the assistant's words.
+    """
+    text = _INTERJECTION_RE.sub("", clause.lstrip(" .\u2026")).strip(" ,")
     text = _strip_vocatives(text, ctx.people)
     text = _TRAILING_NOISE_RE.sub("", text.rstrip(" .!,;:")).strip().rstrip(" .!,;:")
     if not text or text.endswith("?"):
@@ -700,7 +1096,11 @@ def _clause_fact(clause: str, ctx: _Context) -> ExtractedFact | None:
         text = pattern.sub(replacement, text)
     first_person = ctx.speaker is not None and bool(_FIRST_PERSON_RE.search(text))
     spoken = ctx.speaker is not None and not ctx.note
-    if spoken and (_SKIP_OPENER_RE.match(text) or (not first_person and _REACTION_RE.match(text))):
+    if spoken and (
+        _SKIP_OPENER_RE.match(text)
+        or _LIKING_THAT_RE.match(text)
+        or (not first_person and _REACTION_RE.match(text))
+    ):
         return None
     informative = [w for w in content_words(text) if w not in ctx.people]
     vague = spoken and not first_person and _PRONOUN_OPENER_RE.match(text)
@@ -711,6 +1111,8 @@ def _clause_fact(clause: str, ctx: _Context) -> ExtractedFact | None:
         return None
 
     who = _attribute(dated, first_person, ctx)
+    if _finite_verb(who.dated, strict) is None:
+        return None
     body = who.body
     # names come from the text before pronouns were resolved ("me of my" is no name)
     entities = _entities(who.dated, ctx, ctx.speaker if spoken or who.first_person else None)
@@ -721,10 +1123,12 @@ def _clause_fact(clause: str, ctx: _Context) -> ExtractedFact | None:
         and re.search(rf"\b{re.escape(addressee)}\b", body)
     ):
         entities.append(EntityRef(name=addressee, type="person"))
+    if ctx.assistant and not _concrete(who.dated, ctx):
+        return None  # generic advice: "Stay hydrated", "A hung connection blocks the worker"
     if who.reported and ctx.speaker is not None:
         body = f"{ctx.speaker.name} said {_lower_first(body)}"
     body = _finish(body)
-    if not body:
+    if not body or _dangling(body, cut=clause.rstrip().endswith(("...", "\u2026"))):
         return None
 
     return ExtractedFact(
@@ -733,9 +1137,26 @@ def _clause_fact(clause: str, ctx: _Context) -> ExtractedFact | None:
         entities=entities,
         fact_type=who.fact_type,
         valid_from=_as_utc(event if event is not None else ctx.anchor),
-        confidence=_confidence(body, who.reported, who.implicit),
+        confidence=_confidence(body, who.reported, who.implicit, ctx.assistant),
         source_turn_ids=[ctx.turn_id] if ctx.turn_id else [],
+        said_by_assistant=ctx.assistant,
     )
+
+
+def _concrete(text: str, ctx: _Context) -> bool:
+    """A number, a quoted title, or a name other than the conversation's people.
+
+    An opening capitalised word is no name here ('Indexes speed up reads'), nor is an
+    acronym alone ('the HTTP call'); 'Hoshinoya Kyoto' and 'stay at Hoshinoya' are.
+    """
+    if _DIGIT_RE.search(text) or _QUOTED_RE.search(text):
+        return True
+    for offset, name in _names(text, ctx.people):
+        if name.lower() in ctx.people or (name.isupper() and " " not in name):
+            continue
+        if offset > 0 or " " in name:
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -768,7 +1189,9 @@ def _attribute(dated: str, first_person: bool, ctx: _Context) -> _Attribution:
     subject = _leading_name(dated, ctx.people)  # before "you" became a name
     if ctx.note:  # a note about someone else: "Alice moved to Berlin"
         return _Attribution(dated, body, subject, "world", False, False, False)
-    return _Attribution(dated, body, subject or name, "world", subject is None, False, False)
+    # an assistant's claim about the world stays its claim: "AI said Gunicorn's ..."
+    reported = subject is None or ctx.assistant
+    return _Attribution(dated, body, subject or name, "world", reported, False, False)
 
 
 _QUOTED_RE = re.compile(r'"([^"]{2,80})"|(?<!\w)\'([A-Z][^\']{1,80})\'(?!\w)')
@@ -820,21 +1243,114 @@ def _addressees(turns: Sequence[TurnInput]) -> list[str | None]:
     return [b if b is not None else a for b, a in zip(before, after, strict=True)]
 
 
+def _clauses(sentence: str) -> list[str]:
+    """The sentence split at clause boundaries; a piece without a verb stays with the
+    next ('Gina and I are getting married' is one clause, not 'Gina' + 'I are ...')."""
+    pieces: list[str] = []
+    pos = 0
+    carry = ""
+    for m in _CLAUSE_SPLIT_RE.finditer(sentence):
+        piece = sentence[pos : m.start()]
+        pos = m.end()
+        if m[0].strip() == "and" and _coordinated_subject(piece):  # "Gina and I"
+            carry += piece + m[0]
+            continue
+        pieces.append(carry + piece)
+        carry = ""
+    pieces.append(carry + sentence[pos:])
+    return pieces
+
+
+def _coordinated_subject(piece: str) -> bool:
+    """A name or 'my partner': the first half of a subject like 'Gina and I'."""
+    words = piece.split()
+    if not words or len(words) > 3 or _finite_verb(piece) is not None:
+        return False
+    if words[0].lower() in ("my", "our", "his", "her", "their", "the"):
+        return True
+    return all(w[:1].isupper() for w in words) and not _is_common_word(words[0], initial=True)
+
+
+def _fact_words(fact: ExtractedFact) -> frozenset[str]:
+    """Content words with a plural "s" dropped: what near-identical facts share."""
+    return frozenset(
+        w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+        for w in content_words(fact.text)
+    )
+
+
+NEAR_DUPLICATE_JACCARD = 0.8
+
+
+def _near_duplicate(a: frozenset[str], b: frozenset[str]) -> bool:
+    """The same claim said twice: (nearly) the same content words, no other number."""
+    if not a or not b or any(w[:1].isdigit() for w in a ^ b):
+        return False
+    return a == b or len(a & b) / len(a | b) >= NEAR_DUPLICATE_JACCARD
+
+
+def _one_per_claim(facts: list[ExtractedFact]) -> list[ExtractedFact]:
+    """A turn's facts without near-identical repeats; the more specific one stays."""
+    kept: list[tuple[frozenset[str], ExtractedFact]] = []
+    for fact in facts:
+        words = _fact_words(fact)
+        twin = next((i for i, (w, _) in enumerate(kept) if _near_duplicate(w, words)), None)
+        if twin is None:
+            kept.append((words, fact))
+            continue
+        other_words, other = kept[twin]
+        if (len(words), len(fact.text)) > (len(other_words), len(other.text)):
+            kept[twin] = (words, _merged(fact, other))
+        else:
+            kept[twin] = (other_words, _merged(other, fact))
+    return [fact for _, fact in kept]
+
+
+def _merged(kept: ExtractedFact, dropped: ExtractedFact) -> ExtractedFact:
+    """kept, citing dropped's turns too; an assistant's claim the user also made is the
+    user's."""
+    ids = kept.source_turn_ids + [
+        t for t in dropped.source_turn_ids if t not in kept.source_turn_ids
+    ]
+    said_by_assistant = kept.said_by_assistant and dropped.said_by_assistant
+    confidence = kept.confidence
+    if kept.said_by_assistant and not said_by_assistant:
+        confidence = dropped.confidence
+    return kept.model_copy(
+        update={
+            "source_turn_ids": ids,
+            "said_by_assistant": said_by_assistant,
+            "confidence": confidence,
+        }
+    )
+
+
 def extract_offline(
-    turns: Sequence[TurnInput], session_date: datetime | None
+    turns: Sequence[TurnInput],
+    session_date: datetime | None,
+    *,
+    assistant_speakers: Collection[str] = DEFAULT_ASSISTANT_SPEAKERS,
+    from_assistant: bool = True,
 ) -> list[ExtractedFact]:
     """Facts from a conversation (or notes) by rules alone; deterministic and de-duplicated.
 
     The anchor for relative dates is each turn's timestamp, else the session date.
     A note (speaker None) with an author attributes its first-person sentences to
-    the author.
+    the author. Markdown layout (headings, list labels, code, tables, links) is never
+    a fact. A turn whose speaker is in assistant_speakers (any case) gives only
+    concrete facts, marked said_by_assistant, at most ASSISTANT_CONFIDENCE sure; none
+    at all without from_assistant.
     """
+    assistants = frozenset(name.strip().lower() for name in assistant_speakers) - {""}
     people = frozenset(
         name.lower() for t in turns for name in (t.speaker, t.author) if name and name.strip()
     )
     facts: list[ExtractedFact] = []
     index_of: dict[str, int] = {}
     for turn, other in zip(turns, _addressees(turns), strict=True):
+        assistant = (turn.speaker or "").strip().lower() in assistants
+        if assistant and not from_assistant:
+            continue
         ctx = _Context(
             speaker=_person(turn.speaker) or _person(turn.author),
             addressee=_person(other) if turn.speaker else None,
@@ -842,22 +1358,22 @@ def extract_offline(
             anchor=turn.timestamp or session_date,
             turn_id=turn.turn_id,
             note=not turn.speaker,
+            assistant=assistant,
         )
-        for sentence in _sentences(_clean(turn.text)):
-            if sentence.rstrip().endswith("?"):
+        found: list[ExtractedFact] = []
+        for segment in _segments(turn.text):
+            for sentence in _sentences(_clean(segment.text)):
+                if sentence.rstrip().endswith("?"):
+                    continue
+                for clause in _clauses(sentence):
+                    fact = _clause_fact(clause, ctx, segment.strict) if clause else None
+                    if fact is not None:
+                        found.append(fact)
+        for fact in _one_per_claim(found):
+            key = _key(fact.text)
+            if key in index_of:
+                facts[index_of[key]] = _merged(facts[index_of[key]], fact)
                 continue
-            for clause in _CLAUSE_SPLIT_RE.split(sentence):
-                fact = _clause_fact(clause, ctx) if clause else None
-                if fact is None:
-                    continue
-                key = _key(fact.text)
-                if key in index_of:
-                    earlier = facts[index_of[key]]
-                    ids = earlier.source_turn_ids + [
-                        t for t in fact.source_turn_ids if t not in earlier.source_turn_ids
-                    ]
-                    facts[index_of[key]] = earlier.model_copy(update={"source_turn_ids": ids})
-                    continue
-                index_of[key] = len(facts)
-                facts.append(fact)
+            index_of[key] = len(facts)
+            facts.append(fact)
     return facts

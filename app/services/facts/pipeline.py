@@ -9,6 +9,9 @@ occurred_at, else its commit time; a turn's timestamp, else its session date,
 else the commit time of its turns. A note's "I" is the subject it was committed
 with (the job payload), so first-person facts get a subject and meet the
 contradiction check like a conversation's.
+
+A fact an assistant said (its turns' speaker is in facts.assistant_speakers) is stored
+with metadata {"said_by": "assistant"} and at most 0.5 confidence; search weighs it down.
 """
 
 from __future__ import annotations
@@ -18,12 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.config import FactsSettings
 from app.db.runtime import Connection
 from app.prompts import extract_facts as extract_prompt
 from app.services import contradictions
 from app.services.facts.dates import storable
 from app.services.facts.model import ExtractedFact, TurnInput
-from app.services.facts.offline import extract_offline
+from app.services.facts.offline import ASSISTANT_CONFIDENCE, extract_offline
+from app.services.facts.standing import standing_facts
 from app.services.graph import linking
 from app.services.queue import Job
 from app.services.runtime import Elephant
@@ -66,6 +71,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
                 _valid_to(fact),
                 content_hash(fact.text),
                 source.name,
+                json.dumps(_metadata(fact)),
             )
         )
     stored: list[contradictions.StoredFact] = []
@@ -75,8 +81,8 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
         cursor.executemany(
             "INSERT INTO facts (tenant_id, memory_id, conversation_id, source_turn_ids, subject, "
             "text, embedding, fact_type, confidence, entities, valid_from, valid_to, "
-            "content_hash, source) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+            "content_hash, source, metadata) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
             "ON CONFLICT (tenant_id, content_hash) DO NOTHING RETURNING id",
             rows,
             returning=True,
@@ -108,6 +114,11 @@ def _storable(fact: ExtractedFact, source: _Source) -> ExtractedFact:
     )
 
 
+def _metadata(fact: ExtractedFact) -> dict[str, str]:
+    """The facts row's metadata: who said it, when that was an assistant."""
+    return {"said_by": "assistant"} if fact.said_by_assistant else {}
+
+
 def _valid_to(fact: ExtractedFact) -> datetime | None:
     if (
         fact.valid_to is not None
@@ -125,9 +136,20 @@ def _extract(
     turns: list[TurnInput],
     anchor: datetime | None,
 ) -> list[ExtractedFact]:
+    """The extractor's facts, then the standing preferences and instructions (rules)."""
+    settings = elephant.settings.facts
+    standing = standing_facts(turns, settings.assistant_speakers)
     llm = elephant.llm
     if llm is None:
-        return extract_offline(turns, anchor)
+        return (
+            extract_offline(
+                turns,
+                anchor,
+                assistant_speakers=settings.assistant_speakers,
+                from_assistant=settings.from_assistant,
+            )
+            + standing
+        )
     result = llm.complete_json(  # LLMError propagates: the worker retries the job
         system=extract_prompt.SYSTEM,
         prompt=extract_prompt.build_prompt(turns, anchor),
@@ -135,7 +157,27 @@ def _extract(
         max_tokens=4096,
     )
     record_usage(conn, tenant, "extract_facts", result.usage, ok=True)
-    return [extract_prompt.to_extracted(fact) for fact in result.value.facts]
+    facts = [extract_prompt.to_extracted(fact) for fact in result.value.facts]
+    return _by_assistant(facts, turns, settings) + standing
+
+
+def _by_assistant(
+    facts: list[ExtractedFact], turns: list[TurnInput], settings: FactsSettings
+) -> list[ExtractedFact]:
+    """The LLM's facts with those that cite only assistant turns marked as the assistant's
+    (confidence at most ASSISTANT_CONFIDENCE), or dropped without facts.from_assistant."""
+    assistants = {name.lower() for name in settings.assistant_speakers}
+    speaker_of = {turn.turn_id: turn.speaker for turn in turns if turn.turn_id}
+    marked = []
+    for fact in facts:
+        cited = [speaker_of[t] for t in fact.source_turn_ids if t in speaker_of]
+        if not cited or not all(s and s.strip().lower() in assistants for s in cited):
+            marked.append(fact)
+        elif settings.from_assistant:
+            confidence = min(fact.confidence, ASSISTANT_CONFIDENCE)
+            update = {"said_by_assistant": True, "confidence": confidence}
+            marked.append(fact.model_copy(update=update))
+    return marked
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Passages: every turn (and every long note) embedded in parts the model can see whole.
+"""Retrieval: passages (turns and parts of long texts, embedded whole) and preference facts.
 
 A window's text is cut at the embedding model's token limit, so evidence deep in a
 long turn was invisible to the dense lane. A passage is one turn, or an overlapping
@@ -12,7 +12,11 @@ window by its own vector and by its best passage (late interaction over turns).
 - Turns stored before this migration have no passages: an `embed_memories` job is
   queued for every tenant that has turns, and it embeds them.
 
-Revision ID: 0007_passages
+Preference facts (fact_type `preference`): standing preferences and instructions
+("always answer in British English", "I'm vegetarian"), found by a partial index
+for the search lane that surfaces them.
+
+Revision ID: 0007_retrieval
 Revises: 0006_access_control
 Create Date: 2026-12-01
 """
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from alembic import context, op
 
-revision = "0007_passages"
+revision = "0007_retrieval"
 down_revision = "0006_access_control"
 branch_labels = None
 depends_on = None
@@ -73,13 +77,26 @@ def upgrade() -> None:
         "CREATE POLICY tenant_isolation ON passages "
         f"USING (tenant_id = {setting}) WITH CHECK (tenant_id = {setting})"
     )
+    op.execute("ALTER TABLE facts DROP CONSTRAINT IF EXISTS facts_fact_type_check")
+    op.execute(
+        "ALTER TABLE facts ADD CONSTRAINT facts_fact_type_check "
+        "CHECK (fact_type IN ('world', 'experience', 'inference', 'preference'))"
+    )
+    op.execute("CREATE INDEX facts_preferences ON facts (tenant_id) WHERE fact_type = 'preference'")
     op.execute(
         "INSERT INTO jobs (tenant_id, kind) SELECT DISTINCT tenant_id, 'embed_memories' FROM turns"
     )
-    op.execute("UPDATE elephant_meta SET schema_version = '0007_passages', updated_at = now()")
+    op.execute("UPDATE elephant_meta SET schema_version = '0007_retrieval', updated_at = now()")
 
 
 def downgrade() -> None:
+    op.execute("DROP INDEX IF EXISTS facts_preferences")
+    op.execute("DELETE FROM facts WHERE fact_type = 'preference'")
+    op.execute("ALTER TABLE facts DROP CONSTRAINT IF EXISTS facts_fact_type_check")
+    op.execute(
+        "ALTER TABLE facts ADD CONSTRAINT facts_fact_type_check "
+        "CHECK (fact_type IN ('world', 'experience', 'inference'))"
+    )
     op.execute("DROP TABLE IF EXISTS passages")
     op.execute("DROP INDEX IF EXISTS memories_conversation_turns")
     op.execute(
