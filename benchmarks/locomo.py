@@ -610,6 +610,23 @@ def llm_pass(elephant: Elephant, questions: Sequence[Question], llm: LLM) -> dic
 # ---------------------------------------------------------------- main
 
 
+def setting_overrides(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """``["search.passage_share=0"]`` -> ``{"search": {"passage_share": 0}}`` (JSON values,
+    else the text as it is)."""
+    sections: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        section, dot, name = key.strip().partition(".")
+        if not sep or not dot or not name:
+            raise SystemExit(f"--set {pair!r}: write SECTION.KEY=VALUE, e.g. search.rrf_k=30")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        sections.setdefault(section, {})[name] = value
+    return sections
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -624,7 +641,16 @@ def main() -> None:
         default=",".join(spec.name for spec in PASSES),
         help="Comma-separated passes to run (fused is always run).",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="Override a setting for this run (an ablation), e.g. search.passage_share=0; "
+        "repeatable. Settings that shape the ingest need a fresh --data-dir.",
+    )
     args = parser.parse_args()
+    overrides = setting_overrides(args.set)
     chosen = {"fused", *(name.strip() for name in args.passes.split(",") if name.strip())}
     unknown = chosen - {spec.name for spec in PASSES}
     if unknown:
@@ -647,7 +673,9 @@ def main() -> None:
             stack.enter_context(tempfile.TemporaryDirectory(prefix="elephant-locomo-"))
         )
         data_dir.mkdir(parents=True, exist_ok=True)
-        settings = Settings.model_validate({"data_dir": str(data_dir), "log": {"level": "WARNING"}})
+        settings = Settings.model_validate(
+            {"data_dir": str(data_dir), "log": {"level": "WARNING"}, **overrides}
+        )
         elephant = Elephant.open(settings, use_llm_from_settings=False)
         stack.callback(elephant.close)
         ingest_info = ensure_ingested(elephant, items, tenants)
@@ -713,6 +741,7 @@ def main() -> None:
         "limit": LIMIT,
         "budget_tokens": {"approximation": f"words * {TOKENS_PER_WORD}", "budgets": BUDGETS},
         "search_settings": search_settings,
+        "overrides": args.set,
         "ingest": ingest_info,
         "fused": fused["categories"],
         "targets": targets,

@@ -27,6 +27,7 @@ from app.db import Database
 from app.db import migrate as migrations
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder, LocalEmbedder
+from app.providers.embedder_ollama import OllamaEmbedder
 from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 
@@ -131,3 +132,19 @@ def count_rows(db: Database, tenant: str, table: str) -> int:
         row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
     assert row is not None
     return int(row[0])
+
+
+def unreachable_embedder() -> Embedder:
+    """The Ollama client aimed at a port nobody listens on: every call fails fast, as when
+    the embedding service is down."""
+    return OllamaEmbedder(
+        EmbeddingSettings.model_validate(
+            {
+                "provider": "ollama",
+                "model": "nomic-embed-text",
+                "dim": 384,
+                "ollama_url": f"http://127.0.0.1:{free_port()}",
+                "timeout_s": 1,
+            }
+        )
+    )

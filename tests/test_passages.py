@@ -10,17 +10,16 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from app.config import EmbeddingSettings, Settings
+from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
-from app.providers.embedder_ollama import OllamaEmbedder
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.erasure import EraseIn, erase
 from app.services.jobs import drain
 from app.services.passages import note_passages, spans
 from app.services.runtime import Elephant
 from app.services.search import LaneSizes, SearchRequest, search
-from tests.conftest import free_port, make_settings
+from tests.conftest import make_settings, unreachable_embedder
 
 FILLER = (
     "Our sprint planning ran long again because the roadmap review kept getting pushed. "
@@ -168,17 +167,7 @@ def test_passages_stay_in_their_tenant_and_go_with_their_turns(elephant: Elephan
 def test_turns_stored_while_the_embedder_was_down_get_passages_later(
     settings: Settings, db: Database, embedder: Embedder
 ) -> None:
-    dead = OllamaEmbedder(
-        EmbeddingSettings.model_validate(
-            {
-                "provider": "ollama",
-                "model": "nomic-embed-text",
-                "dim": 384,
-                "ollama_url": f"http://127.0.0.1:{free_port()}",
-                "timeout_s": 1,
-            }
-        )
-    )
+    dead = unreachable_embedder()
     down = Elephant(settings=settings, db=db, embedder=dead, llm=None)
     commit_cabin_talk(down, "cabin-down")
     with db.tenant("cabin-down") as conn:

@@ -8,17 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from app.config import EmbeddingSettings, Settings
+from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
-from app.providers.embedder_ollama import OllamaEmbedder
 from app.providers.llm import LLMError
 from app.services import queue
 from app.services.commit import NoteIn, commit_note
 from app.services.jobs import drain, run_job, run_job_now
 from app.services.runtime import Elephant
 from app.services.worker import Worker, start_worker
-from tests.conftest import free_port, make_settings
+from tests.conftest import make_settings, unreachable_embedder
 from tests.fakes import ScriptedLLM
 
 GOOD_SCORES = {"relevance": 8, "specificity": 8, "reason": "names and a date"}
@@ -134,17 +133,7 @@ def test_llm_gate_scores_are_used_and_the_text_is_quoted(
 def test_embedder_down_stores_without_vector_and_backfills(
     settings: Settings, db: Database, embedder: Embedder
 ) -> None:
-    dead = OllamaEmbedder(
-        EmbeddingSettings.model_validate(
-            {
-                "provider": "ollama",
-                "model": "nomic-embed-text",
-                "dim": 384,
-                "ollama_url": f"http://127.0.0.1:{free_port()}",
-                "timeout_s": 1,
-            }
-        )
-    )
+    dead = unreachable_embedder()
     down = Elephant(settings=settings, db=db, embedder=dead, llm=None)
     result = commit_note(
         down, "no-embedder", NoteIn(text="Jane's bike was stolen on 5 May 2024 in Utrecht")
