@@ -6,21 +6,28 @@
 For each size N (10k and 100k; 1M only with --million) a fresh embedded database
 (temporary data dir) gets one tenant with a synthetic corpus: N memories (windows
 and notes, 30-120 words from a seeded Zipf vocabulary with per-topic words and
-named entities) and N/3 facts, with clustered, L2-normalised 384-d vectors (no
-embedding model). Measured:
+named entities), 2N passages (two overlapping halves of every memory's text, as a
+long note's parts: memory_id set, no turns) and N/3 facts, 1 in 200 of them
+standing preferences (fact_type preference, so the preference lane has rows), with
+clustered, L2-normalised 384-d vectors (no embedding model; a passage's vector is
+drawn around its memory's topic like the memory's own, generated chunk by chunk
+while it is copied, so the 2N passage vectors are never held at once). Measured:
 
 - bulk load: binary COPY as the superuser with the HNSW, GIN and bm25 indexes of
-  memories and facts dropped, then each index build timed on its own (recreated
-  from its exact pg_indexes definition), then VACUUM (ANALYZE) and a CHECKPOINT so
-  that autovacuum and checkpoints stay out of the latency runs;
+  memories, facts and passages dropped, then each index build timed on its own
+  (recreated from its exact pg_indexes definition), then VACUUM (ANALYZE) and a
+  CHECKPOINT so that autovacuum and checkpoints stay out of the latency runs; the
+  size of every table, of its indexes and of every rebuilt index;
 - search latency, query embedding excluded: the product's one statement
   (app.services.search.statement with the bm25 keyword lane, prepared by
   app.services.search.prepare, its parameters built by
   app.services.search.statement_params, as search() builds them) against the same
   lanes issued as separate queries in the same tenant transaction (with the same
-  filter fragments, sql/memory_filters.sql and sql/fact_filters.sql, spliced in),
-  fused by RRF in Python and completed by fetching the top rows by id. No entity
-  graph is loaded, so the graph lane is off in both.
+  filter fragments, sql/memory_filters.sql and sql/fact_filters.sql, spliced in;
+  the windows lane is the statement's own, sql/window_lane.sql, passages included,
+  and the preference lane is the statement's preference_lane CTE), fused by RRF in
+  Python and completed by fetching the top rows by id. No entity graph is loaded,
+  so the graph lane is off in both.
   Query variants come from the product's expand() (1 or 3 per query).
   "sql" times execute + fetch inside the open transaction (after prepare);
   "transaction" times the whole db.tenant() block (pool checkout, BEGIN,
@@ -61,7 +68,7 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 
 from app.config import Settings
-from app.db.resources import splice
+from app.db.resources import load_sql, splice
 from app.db.runtime import Connection, Database
 from app.services.expansion import expand
 from app.services.runtime import Elephant
@@ -75,13 +82,22 @@ ENTITIES = 400
 TOPIC_WORDS = 40
 WARMUP_QUERIES = 30
 SMOKE_SIZE, SMOKE_QUERIES, SMOKE_WARMUP = 2_000, 10, 3
+PASSAGES_PER_MEMORY = 2
+PREFERENCE_EVERY = 200  # 1 fact in 200 is a standing preference
+# lane (or part of one) -> the index the one statement must use for it
 LANE_INDEXES = {
     "windows": "memories_embedding_hnsw",
+    "passages": "passages_embedding_hnsw",
     "facts": "facts_embedding_hnsw",
     "keyword_memories": "memories_text_bm25",
     "keyword_facts": "facts_text_bm25",
+    "preferences": "facts_preferences",
 }
+# Where the time goes in the plan: every node on these indexes (loops included). The
+# passages of each window candidate (its best passage) are read through passages_memory.
+PLAN_INDEXES = {**LANE_INDEXES, "window_passages": "passages_memory"}
 # The HNSW, GIN and bm25 indexes of these tables are dropped for the load and rebuilt.
+REBUILT_TABLES = ("memories", "facts", "passages")
 REBUILT_ACCESS_METHODS = ("hnsw", "gin", "bm25")
 TARGET_P50_MS_AT_100K = 10.0
 TARGET_SPEEDUP = 3.0
@@ -125,7 +141,13 @@ class Corpus:
     fact_vectors: FloatArray
     fact_created: list[datetime]
     fact_status: list[str]
+    fact_types: list[str]
     centroids: FloatArray
+    passage_seed: int  # passage vectors come from their own generator (see passage_rows)
+
+    @property
+    def passage_count(self) -> int:
+        return PASSAGES_PER_MEMORY * len(self.memory_ids)
 
 
 @dataclass
@@ -257,8 +279,42 @@ def make_corpus(rng: np.random.Generator, vocab: Vocabulary, size: int) -> Corpu
         fact_vectors=clustered(rng, centroids, fact_topics, spread=0.9),
         fact_created=[created[i] + timedelta(minutes=5) for i in fact_memory.tolist()],
         fact_status=np.where(rng.random(facts) < 0.05, "superseded", "active").tolist(),
+        fact_types=["preference" if i % PREFERENCE_EVERY == 0 else "world" for i in range(facts)],
         centroids=centroids,
+        passage_seed=int(rng.integers(0, 2**63 - 1)),
     )
+
+
+def passage_spans(length: int) -> list[tuple[int, int]]:
+    """Two overlapping halves of a text of ``length`` characters (>= 2)."""
+    half = length // 2
+    overlap = min(40, half // 2)
+    return [(0, half + overlap), (half - overlap, length)]
+
+
+def passage_rows(corpus: Corpus, chunk: int = 20_000) -> Iterator[tuple[object, ...]]:
+    """COPY rows of the passages: for every memory, its two halves (ordinal 0, 1), each
+    with a vector drawn around the memory's topic (spread as the memories'). Generated
+    chunk by chunk from their own seeded generator: the same rows on every call, and
+    never more than ``chunk`` x 2 vectors in memory."""
+    rng = np.random.default_rng(corpus.passage_seed)
+    for start in range(0, len(corpus.memory_ids), chunk):
+        topics = corpus.memory_topics[start : start + chunk]
+        vectors = [
+            clustered(rng, corpus.centroids, topics, spread=0.9) for _ in range(PASSAGES_PER_MEMORY)
+        ]
+        for offset in range(len(topics)):
+            i = start + offset
+            spans = passage_spans(len(corpus.memory_texts[i]))
+            for ordinal, (char_start, char_end) in enumerate(spans):
+                yield (
+                    TENANT,
+                    corpus.memory_ids[i],
+                    ordinal,
+                    char_start,
+                    char_end,
+                    vectors[ordinal][offset],
+                )
 
 
 def make_queries(
@@ -296,25 +352,35 @@ def make_queries(
 @dataclass
 class LoadReport:
     copy_s: float
+    copy_table_s: dict[str, float] = field(default_factory=dict)
     index_s: dict[str, float] = field(default_factory=dict)
     vacuum_analyze_s: float = 0.0
     table_mb: dict[str, float] = field(default_factory=dict)
     index_mb: dict[str, float] = field(default_factory=dict)
 
 
-def rebuilt_indexes(conn: Connection) -> list[tuple[str, str]]:
-    """(name, definition) of the HNSW, GIN and bm25 indexes: HNSW, then GIN, then bm25."""
+@dataclass
+class RebuiltIndex:
+    name: str
+    definition: str
+    table: str
+
+
+def rebuilt_indexes(conn: Connection) -> list[RebuiltIndex]:
+    """The HNSW, GIN and bm25 indexes of REBUILT_TABLES: HNSW, then GIN, then bm25, each
+    in the order memories, facts, passages."""
     rows = conn.execute(
         "SELECT i.indexname, i.indexdef, am.amname, i.tablename FROM pg_indexes AS i "
         "JOIN pg_class AS c ON c.relname = i.indexname "
         "JOIN pg_am AS am ON am.oid = c.relam "
-        "WHERE i.schemaname = current_schema() AND i.tablename IN ('memories', 'facts') "
+        "WHERE i.schemaname = current_schema() AND i.tablename = ANY(%s) "
         "AND am.amname = ANY(%s)",
-        (list(REBUILT_ACCESS_METHODS),),
+        (list(REBUILT_TABLES), list(REBUILT_ACCESS_METHODS)),
     ).fetchall()
-    order = {am: n for n, am in enumerate(REBUILT_ACCESS_METHODS)}
-    rows.sort(key=lambda row: (order[str(row[2])], row[3] != "memories"))
-    return [(str(name), str(definition)) for name, definition, *_ in rows]
+    method = {am: n for n, am in enumerate(REBUILT_ACCESS_METHODS)}
+    table = {name: n for n, name in enumerate(REBUILT_TABLES)}
+    rows.sort(key=lambda row: (method[str(row[2])], table[str(row[3])]))
+    return [RebuiltIndex(str(name), str(definition), str(tab)) for name, definition, _, tab in rows]
 
 
 def copy_rows(
@@ -339,15 +405,12 @@ def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
     """COPY as the superuser (it bypasses row-level security) with the big indexes dropped."""
     with db.admin_connection() as conn:
         register_vector(conn)
-        # The HNSW graph must fit in maintenance_work_mem, or the build slows down a lot:
-        # about 2 kB per 384-d vector with m = 16; at least 1GB.
-        work_mem_mb = max(1024, len(corpus.memory_ids) * 3 // 1024)
-        conn.execute(f"SET maintenance_work_mem = '{work_mem_mb}MB'")
         conn.execute("INSERT INTO tenants (id, name) VALUES (%s, %s)", (TENANT, "scale benchmark"))
         indexes = rebuilt_indexes(conn)
-        for name, _ in indexes:
-            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(name)))
+        for index in indexes:
+            conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index.name)))
 
+        report = LoadReport(copy_s=0.0)
         started = time.perf_counter()
         memory_columns = [
             ("id", "uuid"),
@@ -383,6 +446,8 @@ def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
                 for i in range(len(corpus.memory_ids))
             ),
         )
+        report.copy_table_s["memories"] = time.perf_counter() - started
+        fact_started = time.perf_counter()
         fact_columns = [
             ("id", "uuid"),
             ("tenant_id", "text"),
@@ -397,6 +462,7 @@ def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
             ("source", "text"),
             ("content_hash", "text"),
             ("created_at", "timestamptz"),
+            ("fact_type", "text"),
         ]
         copy_rows(
             conn,
@@ -419,32 +485,51 @@ def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
                     "chat" if corpus.memory_kinds[memory] == "window" else "api",
                     sha("f", i),
                     corpus.fact_created[i],
+                    corpus.fact_types[i],
                 )
                 for i, memory in enumerate(corpus.fact_memory.tolist())
             ),
         )
-        report = LoadReport(copy_s=time.perf_counter() - started)
+        report.copy_table_s["facts"] = time.perf_counter() - fact_started
+        passage_started = time.perf_counter()
+        passage_columns = [
+            ("tenant_id", "text"),
+            ("memory_id", "uuid"),
+            ("ordinal", "int4"),
+            ("char_start", "int4"),
+            ("char_end", "int4"),
+            ("embedding", "vector"),
+        ]
+        copy_rows(conn, "passages", passage_columns, passage_rows(corpus))
+        report.copy_table_s["passages"] = time.perf_counter() - passage_started
+        report.copy_s = time.perf_counter() - started
 
-        for name, definition in indexes:
+        rows = {"memories": len(corpus.memory_ids), "facts": len(corpus.fact_ids)}
+        rows["passages"] = corpus.passage_count
+        for index in indexes:
+            # The HNSW graph must fit in maintenance_work_mem, or the build slows down a
+            # lot: about 2 kB per 384-d vector with m = 16; at least 1GB.
+            work_mem_mb = max(1024, rows[index.table] * 3 // 1024)
+            conn.execute(f"SET maintenance_work_mem = '{work_mem_mb}MB'")
             started = time.perf_counter()
-            conn.execute(cast(Any, definition))
-            report.index_s[name] = time.perf_counter() - started
+            conn.execute(cast(Any, index.definition))
+            report.index_s[index.name] = time.perf_counter() - started
         started = time.perf_counter()
-        conn.execute("VACUUM (ANALYZE) memories")
-        conn.execute("VACUUM (ANALYZE) facts")
+        for table in REBUILT_TABLES:
+            conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(sql.Identifier(table)))
         report.vacuum_analyze_s = time.perf_counter() - started
         conn.execute("CHECKPOINT")
-        for table in ("memories", "facts"):
+        for table in REBUILT_TABLES:
             row = conn.execute(
                 "SELECT pg_table_size(%s::regclass), pg_indexes_size(%s::regclass)", (table, table)
             ).fetchone()
             assert row is not None
             report.table_mb[table] = round(int(row[0]) / 2**20, 1)
             report.index_mb[table] = round(int(row[1]) / 2**20, 1)
-        for name, _ in indexes:
-            row = conn.execute("SELECT pg_relation_size(%s::regclass)", (name,)).fetchone()
+        for index in indexes:
+            row = conn.execute("SELECT pg_relation_size(%s::regclass)", (index.name,)).fetchone()
             assert row is not None
-            report.index_mb[name] = round(int(row[0]) / 2**20, 1)
+            report.index_mb[index.name] = round(int(row[0]) / 2**20, 1)
     return report
 
 
@@ -464,20 +549,50 @@ def params_for(app: Elephant, query: Query) -> dict[str, Any]:
     return statement_params(app, request, query.variants, query.vectors, "bm25")
 
 
+@dataclass(frozen=True)
+class Lane:
+    """One lane as its own query: what it ranks (memory or fact), the parameter that
+    weights it in the fusion, the query (one variant: %(vector)s, %(text)s), the
+    indexes its plan must use, and whether it runs for the first variant only."""
+
+    item: str
+    weight: str
+    query: str
+    indexes: tuple[str, ...]
+    first_variant_only: bool = False
+
+
+# One variant as the statement's q, for the lanes that are the statement's own CTEs.
+ONE_VARIANT_Q = "WITH q AS (SELECT %(vector)s::vector AS embedding, 1::bigint AS variant),"
+
+
+def statement_cte(name: str) -> str:
+    """The CTE ``name AS (...)`` of sql/hybrid_search.sql as written there (its slots
+    unfilled): from its first line to the first line that starts with ``)``."""
+    found = re.search(
+        rf"^{name} AS \(\n.*?^\)", load_sql("hybrid_search.sql"), re.MULTILINE | re.DOTALL
+    )
+    if found is None:
+        raise ValueError(f"no CTE {name} in sql/hybrid_search.sql")
+    return found.group(0)
+
+
 # The lanes of sql/hybrid_search.sql and sql/keyword_bm25.sql, one query each, with the
-# statement's own filter fragments in their slots: lane -> (item, weight parameter, query).
-SEPARATE_LANES: dict[str, tuple[str, str, str]] = {
-    "windows": (
+# statement's own filter fragments in their slots. The windows lane is the statement's
+# (sql/window_lane.sql: nearest memories and passages, scored with their best passage)
+# and so is the preference lane (its CTE, first variant only as in the statement).
+SEPARATE_LANES: dict[str, Lane] = {
+    "windows": Lane(
         "memory",
         "windows_weight",
-        """
-        SELECT m.id FROM memories AS m
-        WHERE m.embedding IS NOT NULL
-          {memory_filters}
-        ORDER BY m.embedding <=> %(vector)s::vector LIMIT %(windows)s
+        f"""
+        {ONE_VARIANT_Q}
+        {{window_lane}}
+        SELECT id FROM window_lane ORDER BY rank
         """,
+        ("memories_embedding_hnsw", "passages_embedding_hnsw"),
     ),
-    "facts": (
+    "facts": Lane(
         "fact",
         "facts_weight",
         """
@@ -486,8 +601,9 @@ SEPARATE_LANES: dict[str, tuple[str, str, str]] = {
           {fact_filters}
         ORDER BY f.embedding <=> %(vector)s::vector LIMIT %(facts)s
         """,
+        ("facts_embedding_hnsw",),
     ),
-    "keyword_memories": (
+    "keyword_memories": Lane(
         "memory",
         "keyword_weight",
         """
@@ -497,8 +613,9 @@ SEPARATE_LANES: dict[str, tuple[str, str, str]] = {
         ORDER BY m.text <@> to_bm25query(%(text)s, 'memories_text_bm25')
         LIMIT %(keyword_memories)s
         """,
+        ("memories_text_bm25",),
     ),
-    "keyword_facts": (
+    "keyword_facts": Lane(
         "fact",
         "keyword_weight",
         """
@@ -508,16 +625,27 @@ SEPARATE_LANES: dict[str, tuple[str, str, str]] = {
         ORDER BY f.text <@> to_bm25query(%(text)s, 'facts_text_bm25')
         LIMIT %(keyword_facts)s
         """,
+        ("facts_text_bm25",),
+    ),
+    "preferences": Lane(
+        "fact",
+        "preference_weight",
+        f"{ONE_VARIANT_Q}\n{statement_cte('preference_lane')}\n"
+        "SELECT id FROM preference_lane ORDER BY rank",
+        ("facts_preferences",),
+        first_variant_only=True,
     ),
 }
 
 
 @cache
-def separate_lane_queries() -> dict[str, tuple[str, str, str]]:
+def separate_lane_queries() -> dict[str, Lane]:
     """SEPARATE_LANES with their slots filled (once, outside the timings)."""
     return {
-        lane: (item, weight, splice(query))
-        for lane, (item, weight, query) in SEPARATE_LANES.items()
+        name: Lane(
+            lane.item, lane.weight, splice(lane.query), lane.indexes, lane.first_variant_only
+        )
+        for name, lane in SEPARATE_LANES.items()
     }
 
 
@@ -544,14 +672,16 @@ def separate_lanes(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit],
     sent = 0
     scores: dict[Hit, float] = {}
     variants = zip(params["vectors"], params["texts"], params["variant_weights"], strict=True)
-    for vector, text, variant_weight in variants:
+    for variant, (vector, text, variant_weight) in enumerate(variants, start=1):
         lane_params = {**params, "vector": vector, "text": text}
-        for item, weight, query in separate_lane_queries().values():
-            ids = conn.execute(cast(Any, query), lane_params).fetchall()
+        for lane in separate_lane_queries().values():
+            if lane.first_variant_only and variant > 1:
+                continue
+            ids = conn.execute(cast(Any, lane.query), lane_params).fetchall()
             sent += 1
             for rank, (id_,) in enumerate(ids, start=1):
-                key = (item, id_)
-                share = params[weight] * variant_weight / (params["rrf_k"] + rank)
+                key = (lane.item, id_)
+                share = params[lane.weight] * variant_weight / (params["rrf_k"] + rank)
                 scores[key] = scores.get(key, 0.0) + share
     # Rounded, so that float summation order cannot split ties that SQL breaks as the
     # statement does: memories before facts, then by id.
@@ -654,13 +784,13 @@ def explain(app: Elephant, query: Query) -> dict[str, Any]:
         ).fetchall()
         separate: dict[str, bool] = {}
         lane_params = {**params, "vector": query.vectors[0], "text": query.variants[0]}
-        for name, (*_, lane_sql) in separate_lane_queries().items():
+        for name, lane in separate_lane_queries().items():
             lane_plan = conn.execute(
-                cast(Any, "EXPLAIN (ANALYZE, FORMAT JSON) " + lane_sql), lane_params
+                cast(Any, "EXPLAIN (ANALYZE, FORMAT JSON) " + lane.query), lane_params
             ).fetchone()
             assert lane_plan is not None
             used = {s["index"] for s in scans(lane_plan[0][0])}
-            separate[name] = LANE_INDEXES[name] in used
+            separate[name] = all(index in used for index in lane.indexes)
     found = scans(plan)
     used = {s["index"] for s in found}
     return {
@@ -687,7 +817,7 @@ def explain(app: Elephant, query: Query) -> dict[str, Any]:
                 ),
                 3,
             )
-            for lane, index in LANE_INDEXES.items()
+            for lane, index in PLAN_INDEXES.items()
         },
         "plan_text": [str(r[0]) for r in text_rows],
     }
@@ -731,7 +861,10 @@ def run_size(
     queries = make_queries(rng, vocab, corpus, query_count)
     warmup = make_queries(rng, vocab, corpus, warmup_count)
     generate_s = time.perf_counter() - started
-    print(f"[{size}] generated {size} memories, {len(corpus.fact_ids)} facts in {generate_s:.1f}s")
+    print(
+        f"[{size}] generated {size} memories, {len(corpus.fact_ids)} facts in {generate_s:.1f}s"
+        f" ({corpus.passage_count} passages are generated while copied)"
+    )
 
     with fresh_database(f"elephant-scale-{size}-") as db:
         load = bulk_load(db, corpus)
@@ -765,6 +898,8 @@ def run_size(
         "size": size,
         "memories": size,
         "facts": len(corpus.fact_ids),
+        "preference_facts": corpus.fact_types.count("preference"),
+        "passages": corpus.passage_count,
         "queries": len(queries),
         "variants_per_query": round(sum(len(q.variants) for q in queries) / len(queries), 2),
         "generate_s": round(generate_s, 2),
@@ -773,6 +908,7 @@ def run_size(
         "loadavg_1m_during_searches": [round(load_before, 2), round(load_after, 2)],
         "load": {
             "copy_s": round(load.copy_s, 2),
+            "copy_table_s": {table: round(s, 2) for table, s in load.copy_table_s.items()},
             "index_build_s": {name: round(s, 2) for name, s in load.index_s.items()},
             "index_build_total_s": round(sum(load.index_s.values()), 2),
             "vacuum_analyze_s": round(load.vacuum_analyze_s, 2),
@@ -820,11 +956,23 @@ def print_table(result: dict[str, Any]) -> None:
     speed_target = f">= {TARGET_SPEEDUP:g}x " + (
         "(met)" if ratio["p50"] >= TARGET_SPEEDUP else "(NOT met)"
     )
+    corpus = (
+        f"{result['memories']} memories, {result['passages']} passages, {result['facts']} facts"
+        f" ({result['preference_facts']} preferences)"
+    )
+    copies = ", ".join(f"{table} {s:.1f}" for table, s in load["copy_table_s"].items())
     rows: list[tuple[str, str, str]] = [
-        ("corpus", f"{result['memories']} memories, {result['facts']} facts", ""),
-        ("bulk load (COPY) s", f"{load['copy_s']:.1f}", ""),
+        ("corpus", corpus, ""),
+        ("bulk load (COPY) s", f"{load['copy_s']:.1f} ({copies})", ""),
     ]
-    rows += [(f"build {name} s", f"{s:.1f}", "") for name, s in load["index_build_s"].items()]
+    rows += [
+        (f"build {name} s (size MB)", f"{s:.1f} ({load['index_mb'][name]:g} MB)", "")
+        for name, s in load["index_build_s"].items()
+    ]
+    rows += [
+        (f"{table} MB (table / all its indexes)", f"{mb:g} / {load['index_mb'][table]:g}", "")
+        for table, mb in load["table_mb"].items()
+    ]
     rows += [
         ("VACUUM (ANALYZE) s", f"{load['vacuum_analyze_s']:.1f}", ""),
         (

@@ -30,8 +30,10 @@
 -- Slots: a line holding only {name} is filled, when the code loads this file, with
 -- sql/<name>.sql (app/db/resources.py, splice): {memory_filters} and {fact_filters}
 -- hold the filters every lane applies (memories as m, facts as f), written once;
--- {keyword_lane} is keyword_bm25.sql or keyword_tsvector.sql. To run this by hand,
--- paste those files in (their header comments are not part of the splice).
+-- {keyword_lane} is keyword_bm25.sql or keyword_tsvector.sql; {window_lane} is the
+-- windows lane's CTEs (window_lane.sql, which benchmarks/scale.py also runs on its
+-- own). To run this by hand, paste those files in (their header comments are not
+-- part of the splice).
 --
 -- Parameters
 --   vectors vector[] (sent binary), texts text[]   one entry per query variant
@@ -69,88 +71,8 @@ WITH q AS (
     FROM unnest(%(vectors)b::vector[], %(texts)s::text[])
          WITH ORDINALITY AS v(embedding, query, variant)
 ),
-near_passages AS (
-    -- The passages (turns, parts of long turns and notes) nearest each variant: they
-    -- bring in windows whose whole-window vector missed what one of their turns says.
-    SELECT q.variant, hit.turn_id, hit.memory_id
-    FROM q
-    CROSS JOIN LATERAL (
-        SELECT p.turn_id, p.memory_id
-        FROM passages AS p
-        WHERE %(passage_share)s::float8 > 0
-        ORDER BY p.embedding <=> q.embedding
-        LIMIT %(windows)s
-    ) AS hit
-),
-window_candidates AS (
-    SELECT q.variant, hit.id
-    FROM q
-    CROSS JOIN LATERAL (
-        SELECT m.id
-        FROM memories AS m
-        WHERE m.embedding IS NOT NULL
-          {memory_filters}
-        ORDER BY m.embedding <=> q.embedding
-        LIMIT %(windows)s
-    ) AS hit
-    UNION
-    SELECT near.variant, m.id  -- the windows holding a near turn
-    FROM near_passages AS near
-    JOIN turns AS t ON t.id = near.turn_id
-    JOIN memories AS m ON m.conversation_id = t.conversation_id
-                      AND m.turn_start BETWEEN t.seq - 100 AND t.seq  -- window_size <= 100
-                      AND m.turn_end >= t.seq
-    WHERE m.embedding IS NOT NULL
-      {memory_filters}
-    UNION
-    SELECT near.variant, m.id  -- the long note a near passage is part of
-    FROM near_passages AS near
-    JOIN memories AS m ON m.id = near.memory_id
-    WHERE m.embedding IS NOT NULL
-      {memory_filters}
-),
-window_scores AS (
-    -- distance = (1 - share) * whole-window distance + share * best passage distance,
-    -- where the whole-window vector counts only for the part of the text the model
-    -- saw (seen_chars of length(text)): share = 1 - (1 - passage_share) * seen part.
-    -- A window without passages: its whole-window distance.
-    SELECT c.variant, c.id,
-           (1 - share.value) * whole.distance
-           + share.value * coalesce(least(turn_best.distance, note_best.distance), whole.distance)
-               AS distance
-    FROM window_candidates AS c
-    JOIN q ON q.variant = c.variant
-    JOIN memories AS m ON m.id = c.id
-    CROSS JOIN LATERAL (SELECT m.embedding <=> q.embedding AS distance) AS whole
-    CROSS JOIN LATERAL (
-        SELECT CASE WHEN %(passage_share)s::float8 > 0 THEN
-                    1 - (1 - %(passage_share)s::float8)
-                        * least(1.0, %(seen_chars)s::float8 / greatest(length(m.text), 1))
-                    ELSE 0 END AS value
-    ) AS share
-    LEFT JOIN LATERAL (
-        SELECT min(p.embedding <=> q.embedding) AS distance
-        FROM turns AS t
-        JOIN passages AS p ON p.turn_id = t.id
-        WHERE %(passage_share)s::float8 > 0
-          AND t.conversation_id = m.conversation_id
-          AND t.seq BETWEEN m.turn_start AND m.turn_end
-    ) AS turn_best ON true
-    LEFT JOIN LATERAL (
-        SELECT min(p.embedding <=> q.embedding) AS distance
-        FROM passages AS p
-        WHERE %(passage_share)s::float8 > 0 AND p.memory_id = m.id
-    ) AS note_best ON true
-),
-window_lane AS (
-    SELECT ranked.variant, ranked.id, ranked.rank
-    FROM (
-        SELECT s.variant, s.id,
-               row_number() OVER (PARTITION BY s.variant ORDER BY s.distance, s.id) AS rank
-        FROM window_scores AS s
-    ) AS ranked
-    WHERE ranked.rank <= %(windows)s
-),
+{window_lane}
+,  -- window_lane.sql ends without a comma: it may also end a WITH list
 fact_lane AS (
     SELECT q.variant, hit.id, hit.rank
     FROM q

@@ -32,6 +32,11 @@ T = "diner"
         ("Never mind, that was it.", None),
         ("Do you always do that?", None),
         ("Always!", None),
+        ("Never say never!", None),
+        ("Always good to hear!", None),
+        ("Never been to an animal shelter before, but it must be great!", None),
+        ("I played my favorite CS:GO game in a tournament.", None),
+        ("From now on, call me Sam.", "instruction"),
     ],
 )
 def test_standing_sentences_are_told_from_ordinary_ones(sentence: str, kind: str | None) -> None:

@@ -19,23 +19,38 @@ from collections.abc import Collection, Sequence
 from app.services.facts.model import ExtractedFact, TurnInput
 
 _SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]*")
+# Verbs a standing instruction gives: "always reply in ...", "never book ...". An
+# adjective or a participle after "always"/"never" is chit-chat ("Always good to hear!",
+# "Never been there").
+_INSTRUCTION_VERBS = (
+    r"use|reply|respond|answer|write|send|book|schedule|call|include|add|mention|suggest|"
+    r"recommend|ask|remind|cc|copy|format|start|end|keep|give|show|put|check|double-check|"
+    r"tell|email|text|order|pick|choose|sign|spell|round|convert|refer|address|list|cite|"
+    r"quote|translate|summari[sz]e|explain|assume|contact|invite|share|save|store|post|"
+    r"pay|charge|bill|invoice|fly|seat|wake|ping|notify|confirm|label|name|date"
+)
 _INSTRUCTION_RE = re.compile(
-    r"^(?:(?:please|and|also|oh|ok|okay|so)[\s,]+)*"
-    r"(?:always|never(?!\s+mind)|from now on|going forward|in future|in the future|"
-    r"(?:do not|don't|dont) (?:ever )?(?:use|call|mention|suggest|recommend|send|book|"
-    r"schedule|include|add|reply|answer|write)|"
-    r"make sure (?:to|you)|remember (?:to|that i)|"
-    r"(?:i want|i'd like|i would like) you to (?:always|never))\b",
+    r"^(?:(?:please|and|also|oh|ok|okay|so)[\s,]+)*(?:"
+    rf"(?:always|never)\s+(?:{_INSTRUCTION_VERBS})\b|"
+    r"(?:from now on|going forward),?\s+(?:please\s+)?"
+    rf"(?:always\s+|never\s+|don't\s+|do not\s+)?(?:{_INSTRUCTION_VERBS}|i|my|we)\b|"
+    r"in (?:the )?future,?\s+(?:please\s+)?"
+    rf"(?:always\s+|never\s+|don't\s+|do not\s+)?(?:{_INSTRUCTION_VERBS})\b|"
+    rf"(?:do not|don't|dont)\s+(?:ever\s+)?(?:{_INSTRUCTION_VERBS})\b|"
+    r"make sure (?:to|you)\b|"
+    r"remember that (?:i|my|we)\b|"
+    r"(?:i want|i'd like|i would like) you to\b)",
     re.IGNORECASE,
 )
 _PREFERENCE_RE = re.compile(
-    r"\b(?:i|i'm|i am|i've|we|we're)\s+(?:"
+    r"\b(?:i|i'm|i am|we|we're)\s+(?:"
     r"(?:really |generally |usually |always |strongly )?(?:prefer|hate|dislike|can't stand|"
     r"cannot stand|don't like|do not like|don't eat|do not eat|never eat|avoid)\b|"
     r"(?:'d|would) rather\b|"
     r"(?:am |'m )?(?:allergic|intolerant) to\b|"
     r"(?:am |'m )?(?:a )?(?:vegetarian|vegan|pescatarian|teetotal|gluten[- ]free)\b)|"
-    r"\bmy (?:favou?rite|preferred)\b",
+    r"\bmy (?:favou?rite|preferred)\b(?: [\w'-]+){0,4} (?:is|are)\b|"
+    r"\bmy (?:favou?rite|preferred) is\b",
     re.IGNORECASE,
 )
 _MIN_WORDS, _MAX_WORDS = 3, 40
