@@ -357,6 +357,13 @@ class SearchSettings(_Section):
         description="A question that names a date or period lifts results dated then (event "
         "or valid_from, give or take a week) by this many rank-1 hits of one lane; 0: off.",
     )
+    fact_support: float = Field(
+        1.0,
+        ge=0,
+        le=10,
+        description="A window gains this times the fused score of the best fact made from its "
+        "turns (and joins the results if no lane found it): its facts speak for it.",
+    )
     assistant_fact_weight: float = Field(
         0.5,
         ge=0,

@@ -60,6 +60,7 @@
 --                                            events in it get date_weight / (rrf_k + 1)
 --   date_weight float8
 --   assistant_fact_weight float8             a fact an assistant said: its RRF score x this
+--   fact_support float8                      a window gains this x its best found fact's score
 --   recency_weight float, half_life_days float
 --                                            prior = weight * 0.5^(age / half-life), the
 --                                            exponent held to 0-200 half-lives: a future
@@ -162,7 +163,7 @@ lanes AS (
     UNION ALL
     SELECT 'fact', id, variant, 'preferences', rank FROM preference_lane
 ),
-fused AS (
+lane_scores AS (
     SELECT item,
            id,
            sum(CASE lane WHEN 'windows' THEN %(windows_weight)s::float8
@@ -180,6 +181,29 @@ fused AS (
            array_agg(DISTINCT variant)                    AS variants
     FROM lanes
     GROUP BY item, id
+),
+fact_support AS (
+    -- A fact the lanes found speaks for the window holding its turn: that window gets
+    -- fact_support x the fact's score (its best fact's), and comes in if no lane had
+    -- it. So a window and the facts made from it agree instead of competing.
+    SELECT 'memory'::text AS item, m.id, max(s.rrf) AS support
+    FROM lane_scores AS s
+    JOIN facts AS f ON s.item = 'fact' AND f.id = s.id
+    JOIN memories AS m ON m.id = f.memory_id
+    WHERE %(fact_support)s::float8 > 0
+      AND %(windows)s + %(keyword_memories)s > 0
+      AND m.embedding IS NOT NULL
+      {memory_filters}
+    GROUP BY m.id
+),
+fused AS (
+    SELECT coalesce(s.item, support.item) AS item,
+           coalesce(s.id, support.id) AS id,
+           coalesce(s.rrf, 0) + %(fact_support)s::float8 * coalesce(support.support, 0) AS rrf,
+           s.windows_rank, s.facts_rank, s.keyword_rank, s.graph_rank, s.preferences_rank,
+           coalesce(s.variants, ARRAY[1::bigint]) AS variants
+    FROM lane_scores AS s
+    FULL JOIN fact_support AS support ON support.item = s.item AND support.id = s.id
 ),
 hits AS (
     SELECT fused.*,

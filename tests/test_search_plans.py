@@ -228,8 +228,8 @@ def test_each_filter_is_written_once_and_spliced_into_every_lane(engine: str) ->
     text = statement(engine)
     assert not [line for line in text.splitlines() if line.strip().startswith("{")]
     # windows (nearest windows, windows of near turns, long notes of near passages) +
-    # keyword memories; facts + keyword facts + graph_facts + preferences
-    assert text.count(fragment("memory_filters.sql").splitlines()[0]) == 4
+    # keyword memories + windows of found facts; facts + keyword facts + graph_facts + preferences
+    assert text.count(fragment("memory_filters.sql").splitlines()[0]) == 5
     assert text.count("WHEN %(include_expired)s THEN true") == 4
     for name in ("memory_filters.sql", "fact_filters.sql", "hybrid_search.sql"):
         assert load_sql(name).count("WHEN %(include_expired)s THEN true") == (

@@ -458,6 +458,7 @@ def statement_params(
         "date_before": dates.before if dates else None,
         "date_weight": settings.date_weight,
         "assistant_fact_weight": settings.assistant_fact_weight,
+        "fact_support": settings.fact_support,
     }
 
 
