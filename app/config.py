@@ -314,8 +314,8 @@ class SearchSettings(_Section):
         10,
         ge=1,
         le=10000,
-        description="Reciprocal Rank Fusion constant: smaller trusts each lane's first results more "
-        "(10 chosen on LoCoMo conversations 1-5 from 5, 10, 15, 30, 60; benchmarks/locomo.py).",
+        description="Reciprocal Rank Fusion constant: smaller trusts each lane's first results "
+        "more (10 chosen on LoCoMo conversations 1-5 from 5, 10, 15, 30, 60).",
     )
     windows_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the windows lane.")
     passage_share: float = Field(

@@ -26,8 +26,9 @@ while it is copied, so the 2N passage vectors are never held at once). Measured:
   filter fragments, sql/memory_filters.sql and sql/fact_filters.sql, spliced in;
   the windows lane is the statement's own, sql/window_lane.sql, passages included,
   and the preference lane is the statement's preference_lane CTE), fused by RRF in
-  Python and completed by fetching the top rows by id. No entity graph is loaded,
-  so the graph lane is off in both.
+  Python (windows lifted by their best found fact, search.fact_support, as the
+  statement does: one more query) and completed by fetching the top rows by id. No
+  entity graph is loaded, so the graph lane is off in both.
   Query variants come from the product's expand() (1 or 3 per query).
   "sql" times execute + fetch inside the open transaction (after prepare);
   "transaction" times the whole db.tenant() block (pool checkout, BEGIN,
@@ -563,7 +564,13 @@ class Lane:
 
 
 # One variant as the statement's q, for the lanes that are the statement's own CTEs.
-ONE_VARIANT_Q = "WITH q AS (SELECT %(vector)s::vector AS embedding, 1::bigint AS variant),"
+# MATERIALIZED as in the statement, where every lane reads q: inlined, the query vector
+# would be a constant, and the preference lane is then planned as a walk of the facts
+# HNSW filtered to the 1 fact in 200 that is a preference (tens of ms at 100k, and
+# iterative scans give up before they find them) instead of its partial index.
+ONE_VARIANT_Q = (
+    "WITH q AS MATERIALIZED (SELECT %(vector)s::vector AS embedding, 1::bigint AS variant),"
+)
 
 
 def statement_cte(name: str) -> str:
@@ -649,6 +656,22 @@ def separate_lane_queries() -> dict[str, Lane]:
     }
 
 
+# The windows the found facts were made from (the statement's fact support: a window
+# gains fact_support x the score of its best found fact), with the memory filters.
+FACT_WINDOWS = """
+SELECT f.id, m.id FROM facts AS f
+JOIN memories AS m ON m.id = f.memory_id
+WHERE f.id = ANY (%(fact_ids)s::uuid[])
+  AND m.embedding IS NOT NULL
+  {memory_filters}
+"""
+
+
+@cache
+def fact_windows_query() -> str:
+    return splice(FACT_WINDOWS)
+
+
 FETCH_MEMORIES = (
     "SELECT kind, id, text, source, created_at, event_at, NULL::timestamptz, NULL::text, "
     "NULL::text, NULL::uuid, source_turn_ids, importance FROM memories WHERE id = ANY(%s)"
@@ -668,7 +691,8 @@ def one_statement(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit], 
 
 
 def separate_lanes(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit], int]:
-    """Every lane of every variant as its own query, RRF in Python, then rows by id."""
+    """Every lane of every variant as its own query, RRF in Python (and, if the statement
+    has it, the fact support of windows: one more query), then rows by id."""
     sent = 0
     scores: dict[Hit, float] = {}
     variants = zip(params["vectors"], params["texts"], params["variant_weights"], strict=True)
@@ -683,6 +707,17 @@ def separate_lanes(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit],
                 key = (lane.item, id_)
                 share = params[lane.weight] * variant_weight / (params["rrf_k"] + rank)
                 scores[key] = scores.get(key, 0.0) + share
+    support = params.get("fact_support", 0.0)  # absent from statements without it
+    found_facts = [id_ for item, id_ in scores if item == "fact"]
+    if support > 0 and params["windows"] + params["keyword_memories"] > 0 and found_facts:
+        best: dict[uuid.UUID, float] = {}
+        fact_params = {**params, "fact_ids": found_facts}
+        for fact_id, memory_id in conn.execute(cast(Any, fact_windows_query()), fact_params):
+            best[memory_id] = max(best.get(memory_id, 0.0), scores[("fact", fact_id)])
+        sent += 1
+        for memory_id, score in best.items():
+            key = ("memory", memory_id)
+            scores[key] = scores.get(key, 0.0) + support * score
     # Rounded, so that float summation order cannot split ties that SQL breaks as the
     # statement does: memories before facts, then by id.
     ranked = sorted(scores, key=lambda key: (-round(scores[key], 12), key[0] == "fact", key[1]))

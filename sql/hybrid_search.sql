@@ -196,7 +196,9 @@ fact_support AS (
       {memory_filters}
     GROUP BY m.id
 ),
-fused AS (
+fused AS MATERIALIZED (
+    -- Materialized: joined to memories and facts by id afterwards, never by hashing whole
+    -- tables (a plan the full join otherwise invites: 110 ms instead of 13 at 100k).
     SELECT coalesce(s.item, support.item) AS item,
            coalesce(s.id, support.id) AS id,
            coalesce(s.rrf, 0) + %(fact_support)s::float8 * coalesce(support.support, 0) AS rrf,
