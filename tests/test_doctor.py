@@ -34,8 +34,8 @@ def test_a_healthy_install_is_ok(elephant: Elephant, db: Database) -> None:
     levels = _levels(report)
     assert report.status == "ok", report
     assert {"database", "schema", "embedding dimension", "age", "pg_textsearch", "embedder",
-            "failed jobs", "stuck jobs", "vectors", "api keys", "graph isolation",
-            "reranker"} <= set(levels)  # fmt: skip
+            "failed jobs", "stuck jobs", "vectors", "passages", "api keys",
+            "graph isolation", "reranker"} <= set(levels)  # fmt: skip
 
 
 def test_failed_jobs_and_missing_vectors_are_warnings(elephant: Elephant, db: Database) -> None:
@@ -60,6 +60,27 @@ def test_failed_jobs_and_missing_vectors_are_warnings(elephant: Elephant, db: Da
         with db.tenant("doctor") as conn:
             conn.execute("DELETE FROM jobs WHERE tenant_id = 'doctor'")
             conn.execute("DELETE FROM memories WHERE tenant_id = 'doctor'")
+
+
+def test_turns_without_passages_are_a_warning(elephant: Elephant, db: Database) -> None:
+    with db.tenant("doctor") as conn:
+        row = conn.execute(
+            "INSERT INTO conversations (tenant_id) VALUES ('doctor') RETURNING id"
+        ).fetchone()
+        assert row is not None
+        conn.execute(
+            "INSERT INTO turns (tenant_id, conversation_id, seq, speaker, text) "
+            "VALUES ('doctor', %s, 0, 'Maya', 'stored before passages existed')",
+            (row[0],),
+        )
+    try:
+        check = next(c for c in diagnose(elephant).checks if c.name == "passages")
+        assert check.level == "warn" and check.detail.startswith("1 turns wait")
+    finally:
+        with db.tenant("doctor") as conn:
+            conn.execute("DELETE FROM conversations WHERE tenant_id = 'doctor'")
+    check = next(c for c in diagnose(elephant).checks if c.name == "passages")
+    assert check.level == "ok"
 
 
 def test_an_unreachable_reranker_is_a_warning(

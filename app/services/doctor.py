@@ -123,12 +123,14 @@ def _rows(elephant: Elephant) -> list[Check]:
                 "   AND lease_expires_at < now()), "
                 "(SELECT count(*) FROM jobs WHERE status = 'queued'), "
                 "(SELECT count(*) FROM memories WHERE embedding IS NULL), "
-                "(SELECT count(*) FROM facts WHERE embedding IS NULL)"
+                "(SELECT count(*) FROM facts WHERE embedding IS NULL), "
+                "(SELECT count(*) FROM turns AS t WHERE NOT EXISTS "
+                "   (SELECT 1 FROM passages AS p WHERE p.turn_id = t.id))"
             ).fetchone()
     except (ElephantError, psycopg.Error) as exc:
         return [Check("queue", "fail", f"cannot read the queue: {exc}")]
     assert row is not None
-    failed, stuck, queued, memories, facts = (int(value) for value in row)
+    failed, stuck, queued, memories, facts, turns = (int(value) for value in row)
     checks = [
         Check("failed jobs", "warn", f"{failed} failed for good: see GET /jobs?status=failed")
         if failed
@@ -146,6 +148,15 @@ def _rows(elephant: Elephant) -> list[Check]:
         )
         if missing
         else Check("vectors", "ok", "every memory and fact has one")
+    )  # fmt: skip
+    checks.append(
+        Check(
+            "passages", "warn",
+            f"{turns} turns wait for their passages (search sees only their windows' vectors): "
+            "the embed_memories job fills them (a worker must run)",
+        )
+        if turns
+        else Check("passages", "ok", "every turn has its passages")
     )  # fmt: skip
     return checks
 
