@@ -1,7 +1,8 @@
 """Hybrid search at scale: bulk load, index builds, and one statement vs separate lanes.
 
     .venv/bin/python benchmarks/scale.py [--sizes 10000,100000] [--million]
-        [--queries 200] [--smoke] [--out benchmarks/results/scale.json]
+        [--queries 200] [--smoke] [--set SECTION.KEY=VALUE ...]
+        [--out benchmarks/results/scale.json]
 
 For each size N (10k and 100k; 1M only with --million) a fresh embedded database
 (temporary data dir) gets one tenant with a synthetic corpus: N memories (windows
@@ -38,6 +39,9 @@ while it is copied, so the 2N passage vectors are never held at once). Measured:
 Targets printed beside the numbers: one-statement p50 <= 10 ms at 100k, and at
 least 3x faster than the separate lanes.
 
+`--set search.passage_candidates=20` overrides a setting for the run (repeatable; as
+benchmarks/locomo.py --set): the statement's parameters come from the settings.
+
 `--smoke` runs one tiny size (2,000 memories, 10 queries) in seconds, so that the
 benchmark cannot rot unnoticed (tests/test_benchmark_smoke.py runs it).
 """
@@ -65,6 +69,7 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+from locomo import setting_overrides  # benchmarks/locomo.py (the script's directory)
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
@@ -872,11 +877,17 @@ def prepared_statements(db: Database) -> list[dict[str, Any]]:
 
 
 @contextmanager
-def fresh_database(prefix: str) -> Iterator[Database]:
+def fresh_database(
+    prefix: str, overrides: dict[str, dict[str, Any]] | None = None
+) -> Iterator[Database]:
+    """A database in a temporary data dir, its settings the defaults with ``overrides``
+    (--set) applied."""
     tmp = tempfile.mkdtemp(prefix=prefix)
     db: Database | None = None
     try:
-        settings = Settings.model_validate({"data_dir": tmp, "log": {"level": "WARNING"}})
+        settings = Settings.model_validate(
+            {"data_dir": tmp, "log": {"level": "WARNING"}, **(overrides or {})}
+        )
         db = Database(settings)
         db.open()
         yield db
@@ -887,7 +898,11 @@ def fresh_database(prefix: str) -> Iterator[Database]:
 
 
 def run_size(
-    size: int, query_count: int, seed: int, warmup_count: int = WARMUP_QUERIES
+    size: int,
+    query_count: int,
+    seed: int,
+    warmup_count: int = WARMUP_QUERIES,
+    overrides: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
@@ -901,7 +916,7 @@ def run_size(
         f" ({corpus.passage_count} passages are generated while copied)"
     )
 
-    with fresh_database(f"elephant-scale-{size}-") as db:
+    with fresh_database(f"elephant-scale-{size}-", overrides) as db:
         load = bulk_load(db, corpus)
         builds = ", ".join(f"{name} {s:.1f}s" for name, s in load.index_s.items())
         print(f"[{size}] COPY {load.copy_s:.1f}s; {builds}")
@@ -1096,8 +1111,16 @@ def main() -> None:
         action="store_true",
         help=f"{SMOKE_SIZE} memories, {SMOKE_QUERIES} queries (seconds; the test suite runs it)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="Override a setting for this run, e.g. search.passage_candidates=20; repeatable.",
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/scale.json"))
     args = parser.parse_args()
+    overrides = setting_overrides(args.set)
     sizes = [int(re.sub(r"[_\s]", "", s)) for s in args.sizes.split(",") if s.strip()]
     if args.million and 1_000_000 not in sizes:
         sizes.append(1_000_000)
@@ -1107,7 +1130,7 @@ def main() -> None:
 
     results = []
     for size in sizes:
-        result = run_size(size, query_count, args.seed, warmup_count)
+        result = run_size(size, query_count, args.seed, warmup_count, overrides)
         results.append(result)
         print_table(result)
     body = {
@@ -1125,6 +1148,7 @@ def main() -> None:
         },
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "seed": args.seed,
+        "overrides": args.set,
         "smoke": args.smoke,
         "results": results,
     }

@@ -39,6 +39,9 @@
 --   vectors vector[] (sent binary), texts text[]   one entry per query variant
 --   windows, facts int                       dense lane sizes (0 switches a lane off)
 --   passage_share float8                     0-1, a window's score from its best passage
+--   passage_candidates int                   nearest passages per variant whose windows
+--                                            join the windows lane's candidates (<= windows;
+--                                            0: none, passage_share still scores the rest)
 --   seen_chars int                           ~ characters the embedding model sees of a text
 --   keyword_memories, keyword_facts int      keyword lane sizes, memories and facts
 --   graph int                                graph lane size

@@ -7,15 +7,19 @@
 --
 -- It reads q (embedding vector, variant bigint: one row per query variant) from the
 -- statement it is spliced into, and holds the {memory_filters} slot (memories as m).
---   near_passages      the passages nearest each variant (HNSW over passages)
+--   near_passages      the passage_candidates passages nearest each variant (HNSW over
+--                      passages)
 --   window_candidates  the nearest memories (HNSW), the windows holding a near turn
---                      and the long notes a near passage is part of
+--                      and the long notes a near passage is part of, each with its
+--                      own distance and what window_scores reads of it (its length
+--                      and turn range), so that no memory row is fetched twice
 --   window_scores      each candidate's distance: its own, blended with its best
 --                      passage's (late interaction over its turns / parts)
 --   window_lane        the candidates ranked per variant, at most windows of them
 --
--- Parameters (documented in hybrid_search.sql): windows int, passage_share float8,
--- seen_chars int, and the memory filters' (memory_filters.sql).
+-- Parameters (documented in hybrid_search.sql): windows int, passage_candidates int
+-- (<= windows; 0: no passage brings in a window, the blend still scores the others),
+-- passage_share float8, seen_chars int, and the memory filters' (memory_filters.sql).
 near_passages AS (
     -- The passages (turns, parts of long turns and notes) nearest each variant: they
     -- bring in windows whose whole-window vector missed what one of their turns says.
@@ -26,14 +30,17 @@ near_passages AS (
         FROM passages AS p
         WHERE %(passage_share)s::float8 > 0
         ORDER BY p.embedding <=> q.embedding
-        LIMIT %(windows)s
+        LIMIT %(passage_candidates)s
     ) AS hit
 ),
 window_candidates AS (
-    SELECT q.variant, hit.id
+    -- (variant, id) decides the other columns: UNION removes the same duplicates
+    SELECT q.variant, hit.id, hit.embedding <=> q.embedding AS whole_distance,
+           hit.chars, hit.conversation_id, hit.turn_start, hit.turn_end
     FROM q
     CROSS JOIN LATERAL (
-        SELECT m.id
+        SELECT m.id, m.embedding, length(m.text) AS chars, m.conversation_id,
+               m.turn_start, m.turn_end
         FROM memories AS m
         WHERE m.embedding IS NOT NULL
           {memory_filters}
@@ -41,8 +48,10 @@ window_candidates AS (
         LIMIT %(windows)s
     ) AS hit
     UNION
-    SELECT near.variant, m.id  -- the windows holding a near turn
+    SELECT near.variant, m.id, m.embedding <=> q.embedding, length(m.text),  -- the windows
+           m.conversation_id, m.turn_start, m.turn_end                  -- holding a near turn
     FROM near_passages AS near
+    JOIN q ON q.variant = near.variant
     JOIN turns AS t ON t.id = near.turn_id
     JOIN memories AS m ON m.conversation_id = t.conversation_id
                       AND m.turn_start BETWEEN t.seq - 100 AND t.seq  -- window_size <= 100
@@ -50,8 +59,10 @@ window_candidates AS (
     WHERE m.embedding IS NOT NULL
       {memory_filters}
     UNION
-    SELECT near.variant, m.id  -- the long note a near passage is part of
+    SELECT near.variant, m.id, m.embedding <=> q.embedding, length(m.text),  -- the long note
+           m.conversation_id, m.turn_start, m.turn_end         -- a near passage is part of
     FROM near_passages AS near
+    JOIN q ON q.variant = near.variant
     JOIN memories AS m ON m.id = near.memory_id
     WHERE m.embedding IS NOT NULL
       {memory_filters}
@@ -62,17 +73,15 @@ window_scores AS (
     -- saw (seen_chars of length(text)): share = 1 - (1 - passage_share) * seen part.
     -- A window without passages: its whole-window distance.
     SELECT c.variant, c.id,
-           (1 - share.value) * whole.distance
-           + share.value * coalesce(least(turn_best.distance, note_best.distance), whole.distance)
+           (1 - share.value) * c.whole_distance
+           + share.value * coalesce(least(turn_best.distance, note_best.distance), c.whole_distance)
                AS distance
     FROM window_candidates AS c
     JOIN q ON q.variant = c.variant
-    JOIN memories AS m ON m.id = c.id
-    CROSS JOIN LATERAL (SELECT m.embedding <=> q.embedding AS distance) AS whole
     CROSS JOIN LATERAL (
         SELECT CASE WHEN %(passage_share)s::float8 > 0 THEN
                     1 - (1 - %(passage_share)s::float8)
-                        * least(1.0, %(seen_chars)s::float8 / greatest(length(m.text), 1))
+                        * least(1.0, %(seen_chars)s::float8 / greatest(c.chars, 1))
                     ELSE 0 END AS value
     ) AS share
     LEFT JOIN LATERAL (
@@ -80,13 +89,13 @@ window_scores AS (
         FROM turns AS t
         JOIN passages AS p ON p.turn_id = t.id
         WHERE %(passage_share)s::float8 > 0
-          AND t.conversation_id = m.conversation_id
-          AND t.seq BETWEEN m.turn_start AND m.turn_end
+          AND t.conversation_id = c.conversation_id
+          AND t.seq BETWEEN c.turn_start AND c.turn_end
     ) AS turn_best ON true
     LEFT JOIN LATERAL (
         SELECT min(p.embedding <=> q.embedding) AS distance
         FROM passages AS p
-        WHERE %(passage_share)s::float8 > 0 AND p.memory_id = m.id
+        WHERE %(passage_share)s::float8 > 0 AND p.memory_id = c.id
     ) AS note_best ON true
 ),
 window_lane AS (

@@ -433,6 +433,8 @@ def statement_params(
         "variant_weights": [1.0] + [settings.variant_weight] * (len(variants) - 1),
         "windows_weight": settings.windows_weight,
         "passage_share": settings.passage_share,
+        # at most the lane's size: a windows lane of size 0 stays off
+        "passage_candidates": min(settings.passage_candidates, lanes["windows"]),
         "seen_chars": elephant.settings.embedding.max_length * CHARS_PER_TOKEN,
         "facts_weight": settings.facts_weight,
         "keyword_weight": settings.keyword_weight,
