@@ -224,3 +224,19 @@ def test_the_window_text_is_what_the_passages_render(elephant: Elephant) -> None
     assert all(p.text.startswith("Maya: ") for p in parts)
     assert render_turn(replace(turn, text=parts[0].text[len("Maya: ") :])) == parts[0].text
     assert re.search("woodshed", parts[-1].text)
+
+
+def test_a_windows_lane_switched_off_brings_in_no_windows_through_passages(
+    elephant: Elephant,
+) -> None:
+    commit_cabin_talk(elephant, "cabin-off")
+
+    def kinds(windows: int) -> set[str]:
+        request = SearchRequest(
+            query="where is the spare key to the cabin hidden?",
+            lanes=LaneSizes(windows=windows, facts=5, keyword=0, graph=0),
+        )
+        return {hit.kind for hit in search(elephant, "cabin-off", request).hits}
+
+    assert "window" in kinds(5)
+    assert "window" not in kinds(0)
