@@ -203,6 +203,11 @@ def test_an_upgraded_database_queues_passages_for_its_old_turns(
                 (conversation[0], long_answer()),
             )
         db.open()  # migrates to head
+        with psycopg.connect(db.admin_conninfo()) as conn:
+            forced = conn.execute(
+                "SELECT relforcerowsecurity FROM pg_class WHERE relname = 'turns'"
+            ).fetchone()
+        assert forced == (True,), "the migration must put FORCE back on turns"
         with db.tenant("old") as conn:
             kinds = [row[0] for row in conn.execute("SELECT kind FROM jobs").fetchall()]
         assert kinds == ["embed_memories"]

@@ -83,9 +83,15 @@ def upgrade() -> None:
         "CHECK (fact_type IN ('world', 'experience', 'inference', 'preference'))"
     )
     op.execute("CREATE INDEX facts_preferences ON facts (tenant_id) WHERE fact_type = 'preference'")
+    # The owner reads every tenant's turns: a table owner that is not a superuser is
+    # held to row-level security on a FORCEd table (turns is), so FORCE is lifted for
+    # this one statement, inside the migration's transaction, and put back. (jobs is not
+    # FORCEd.)
+    op.execute("ALTER TABLE turns NO FORCE ROW LEVEL SECURITY")
     op.execute(
         "INSERT INTO jobs (tenant_id, kind) SELECT DISTINCT tenant_id, 'embed_memories' FROM turns"
     )
+    op.execute("ALTER TABLE turns FORCE ROW LEVEL SECURITY")
     op.execute("UPDATE elephant_meta SET schema_version = '0007_retrieval', updated_at = now()")
 
 
