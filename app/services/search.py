@@ -30,7 +30,7 @@ from app.services.diversity import new_turns_first
 from app.services.expansion import expand, keyword_text
 from app.services.graph.linking import lane_entities
 from app.services.inputs import NonBlank, Real, Text, When
-from app.services.query_dates import question_dates
+from app.services.query_dates import QuestionDates, question_dates
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
 
@@ -353,8 +353,16 @@ def search(
         neighbours: list[str] = []
         if _lane_sizes(elephant, request)["graph"] > 0:
             named, neighbours = lane_entities(elephant, conn, tenant, request.query)
+        dates = _question_dates(request, settings.date_weight)
         params = statement_params(
-            elephant, request, variants, vectors, engine, pool, graph=(named, neighbours)
+            elephant,
+            request,
+            variants,
+            vectors,
+            engine,
+            pool,
+            graph=(named, neighbours),
+            dates=dates,
         )
         lanes = {key: params[key] for key in LANE_KEYS}
         prepare(conn, elephant, max(lanes["windows"], lanes["facts"]))
@@ -386,7 +394,9 @@ def search(
                 half_life_days=settings.half_life_days,
                 on=params["recency_weight"] > 0,
             ),
-            date_prior=_date_prior(request, settings.date_weight),
+            date_prior=None
+            if dates is None
+            else DatePrior(dates.phrases, dates.after, dates.before, settings.date_weight),
             timings_ms=SearchTimings(
                 embedding=round(embed_ms, 2),
                 sql=round(sql_ms, 2),
@@ -396,11 +406,9 @@ def search(
     return result
 
 
-def _date_prior(request: SearchRequest, weight: float) -> DatePrior | None:
-    dates = question_dates(request.query, request.asked_at) if weight else None
-    if dates is None:
-        return None
-    return DatePrior(dates.phrases, dates.after, dates.before, weight)
+def _question_dates(request: SearchRequest, weight: float) -> QuestionDates | None:
+    """The span the question names, when the date prior is on (weight > 0)."""
+    return question_dates(request.query, request.asked_at) if weight else None
 
 
 def statement_params(
@@ -412,10 +420,13 @@ def statement_params(
     result_limit: int | None = None,
     *,
     graph: tuple[list[str], list[str]] = ([], []),
+    dates: QuestionDates | Literal["from request"] | None = "from request",
 ) -> dict[str, Any]:
     """Every parameter of sql/hybrid_search.sql for this request.
 
-    ``graph``: the entity keys the query names and their 1-hop neighbours.
+    ``graph``: the entity keys the query names and their 1-hop neighbours. ``dates``:
+    the span the question names, if the caller has read it already (search() does, for
+    its explain), else read here.
     """
     settings = elephant.settings.search
     lanes = _lane_sizes(elephant, request)
@@ -424,7 +435,8 @@ def statement_params(
         lanes["graph"] = 0  # no neighbour of a named entity: the lane has nothing to add
     filters = request.filters
     memory_kinds = sorted(filters.kinds() & {"window", "note"})
-    dates = question_dates(request.query, request.asked_at) if settings.date_weight else None
+    if dates == "from request":
+        dates = _question_dates(request, settings.date_weight)
     return {
         "vectors": list(vectors),
         "texts": variants if engine == "bm25" else [keyword_text(v) for v in variants],
