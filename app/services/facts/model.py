@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
@@ -52,3 +53,18 @@ class ExtractedFact(BaseModel):
     # an assistant's words (its turn's speaker is in facts.assistant_speakers): lower
     # trust, stored as metadata {"said_by": "assistant"}
     said_by_assistant: bool = False
+
+
+@dataclass(frozen=True)
+class Assistants:
+    """The speaker names that are an assistant's (facts.assistant_speakers): any case, outer
+    spaces ignored. Shared by the extractors and the standing-preference rules."""
+
+    names: frozenset[str]
+
+    @classmethod
+    def named(cls, speakers: Collection[str]) -> Assistants:
+        return cls(frozenset(name.strip().lower() for name in speakers) - {""})
+
+    def said(self, speaker: str | None) -> bool:
+        return (speaker or "").strip().lower() in self.names

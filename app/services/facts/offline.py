@@ -27,7 +27,7 @@ from app.services.facts.dates import (
     find_dates,
     render_mention,
 )
-from app.services.facts.model import EntityRef, ExtractedFact, FactType, TurnInput
+from app.services.facts.model import Assistants, EntityRef, ExtractedFact, FactType, TurnInput
 
 MAX_FACT_CHARS = 300
 
@@ -1341,14 +1341,14 @@ def extract_offline(
     concrete facts, marked said_by_assistant, at most ASSISTANT_CONFIDENCE sure; none
     at all without from_assistant.
     """
-    assistants = frozenset(name.strip().lower() for name in assistant_speakers) - {""}
+    assistants = Assistants.named(assistant_speakers)
     people = frozenset(
         name.lower() for t in turns for name in (t.speaker, t.author) if name and name.strip()
     )
     facts: list[ExtractedFact] = []
     index_of: dict[str, int] = {}
     for turn, other in zip(turns, _addressees(turns), strict=True):
-        assistant = (turn.speaker or "").strip().lower() in assistants
+        assistant = assistants.said(turn.speaker)
         if assistant and not from_assistant:
             continue
         ctx = _Context(

@@ -26,7 +26,7 @@ from app.db.runtime import Connection
 from app.prompts import extract_facts as extract_prompt
 from app.services import contradictions
 from app.services.facts.dates import storable
-from app.services.facts.model import ExtractedFact, TurnInput
+from app.services.facts.model import Assistants, ExtractedFact, TurnInput
 from app.services.facts.offline import ASSISTANT_CONFIDENCE, extract_offline
 from app.services.facts.standing import standing_facts
 from app.services.graph import linking
@@ -166,12 +166,12 @@ def _by_assistant(
 ) -> list[ExtractedFact]:
     """The LLM's facts with those that cite only assistant turns marked as the assistant's
     (confidence at most ASSISTANT_CONFIDENCE), or dropped without facts.from_assistant."""
-    assistants = {name.lower() for name in settings.assistant_speakers}
+    assistants = Assistants.named(settings.assistant_speakers)
     speaker_of = {turn.turn_id: turn.speaker for turn in turns if turn.turn_id}
     marked = []
     for fact in facts:
         cited = [speaker_of[t] for t in fact.source_turn_ids if t in speaker_of]
-        if not cited or not all(s and s.strip().lower() in assistants for s in cited):
+        if not cited or not all(assistants.said(speaker) for speaker in cited):
             marked.append(fact)
         elif settings.from_assistant:
             confidence = min(fact.confidence, ASSISTANT_CONFIDENCE)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
-from app.services.facts.model import ExtractedFact, TurnInput
+from app.services.facts.model import Assistants, ExtractedFact, TurnInput
 
 _SENTENCE_RE = re.compile(r"[^.!?\n]+[.!?]*")
 # Verbs a standing instruction gives: "always reply in ...", "never book ...". An
@@ -110,11 +110,11 @@ def standing_facts(
     turns: Sequence[TurnInput], assistant_speakers: Collection[str]
 ) -> list[ExtractedFact]:
     """One preference fact per standing sentence of a person (a note's author counts)."""
-    assistants = {name.casefold() for name in assistant_speakers}
+    assistants = Assistants.named(assistant_speakers)
     found: dict[str, ExtractedFact] = {}
     for turn in turns:
         who = turn.speaker or turn.author
-        if not who or (turn.speaker and turn.speaker.strip().casefold() in assistants):
+        if not who or assistants.said(turn.speaker):
             continue
         for match in _SENTENCE_RE.finditer(turn.text):
             sentence = " ".join(match[0].split())
