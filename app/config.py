@@ -67,6 +67,18 @@ class DatabaseSettings(_Section):
     statement_timeout_ms: int = Field(
         30000, ge=0, description="Server-side limit per statement (0 = none)."
     )
+    optional_extensions: tuple[str, ...] = Field(
+        ("age", "pg_textsearch"),
+        description="Optional extensions the migrations create when the server has them "
+        "(comma-separated in the env, 'none' for none). Empty: the managed-Postgres mode "
+        "(pgvector only), as on a service without AGE or pg_textsearch.",
+    )
+    replica_urls: tuple[str, ...] = Field(
+        (),
+        description="Streaming read replicas (postgresql:// URLs, comma-separated in the env): "
+        "searches and other reads go to one of them, round robin, falling back to the primary.",
+        json_schema_extra={"secret": True},
+    )
 
     @field_validator("url")
     @classmethod
@@ -76,6 +88,35 @@ class DatabaseSettings(_Section):
         assert value is not None
         if not value.startswith(("postgresql://", "postgres://")):
             raise ValueError("must start with postgresql:// (e.g. postgresql://user:pw@host/db)")
+        return value
+
+    @field_validator("optional_extensions", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        return () if value == "none" else _split_list(value)
+
+    @field_validator("replica_urls", mode="before")
+    @classmethod
+    def _split_urls(cls, value: Any) -> Any:
+        """Comma-separated in the env; case kept (passwords)."""
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("optional_extensions")
+    @classmethod
+    def _known_extensions(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - {"age", "pg_textsearch"})
+        if unknown:
+            raise ValueError(f"unknown optional extension(s) {unknown}: use age, pg_textsearch")
+        return value
+
+    @field_validator("replica_urls")
+    @classmethod
+    def _replica_schemes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for url in value:
+            if not url.startswith(("postgresql://", "postgres://")):
+                raise ValueError("each replica URL must start with postgresql://")
         return value
 
     @field_validator("app_role", "worker_role")
@@ -443,6 +484,11 @@ class GraphSettings(_Section):
         min_length=1,
         description="Subject domains an entity may belong to (comma-separated in the env).",
     )  # fmt: skip
+    backend: Literal["auto", "age", "relational"] = Field(
+        "auto",
+        description="Where the graph lives: Apache AGE, or ordinary tables (relational, for "
+        "Postgres services without AGE). auto: AGE when the server has it, else relational.",
+    )
     link_ingest: bool = Field(
         True, description="Upsert the entities of extracted facts and link them (mentions)."
     )
