@@ -351,6 +351,11 @@ class SearchSettings(_Section):
     keyword: int = Field(
         10, ge=0, le=1000, description="Keyword lane size per variant (memories and facts each)."
     )
+    generic_plan: bool = Field(
+        True,
+        description="Plan the search statement once per connection (a generic plan) instead "
+        "of on every search. Off: Postgres chooses (custom plans first).",
+    )
     rrf_k: int = Field(
         10,
         ge=1,

@@ -78,7 +78,13 @@ from app.db.resources import load_sql, splice
 from app.db.runtime import Connection, Database
 from app.services.expansion import expand
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, prepare, statement, statement_params
+from app.services.search import (
+    SearchRequest,
+    prepare,
+    run_statement,
+    statement,
+    statement_params,
+)
 
 TENANT = "bench"
 DIM = 384
@@ -690,8 +696,9 @@ Hit = tuple[str, uuid.UUID]  # (item, id)
 
 
 def one_statement(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit], int]:
-    """The product's search statement; returns the hits and the statements sent (1)."""
-    rows = conn.execute(cast(Any, statement("bm25")), params).fetchall()
+    """The product's search statement, run as search() runs it (prepared, with the plan
+    mode prepare() set); returns the hits and the statements sent (1)."""
+    rows = run_statement(conn, "bm25", params)
     return [("fact" if row[0] == "fact" else "memory", row[1]) for row in rows], 1
 
 

@@ -367,7 +367,7 @@ def search(
         lanes = {key: params[key] for key in LANE_KEYS}
         prepare(conn, elephant, max(lanes["windows"], lanes["facts"]))
         sql_started = time.perf_counter()
-        rows = conn.execute(statement(engine), params).fetchall()
+        rows = run_statement(conn, engine, params)
         sql_ms = (time.perf_counter() - sql_started) * 1000
     hits = [_hit(row) for row in rows]
     rerank_report = RerankReport(used=False, reason="off")
@@ -477,13 +477,26 @@ def statement_params(
 
 
 def prepare(conn: Connection, elephant: Elephant, largest_lane: int) -> None:
-    """Transaction-local planner settings every lane depends on (see the module docstring)."""
+    """Transaction-local planner settings every lane depends on (see the module docstring),
+    in one round trip. With search.generic_plan the statement is planned once per
+    connection (a server-side prepared statement with a generic plan): every lane is an
+    ordered index scan whatever the parameter values, and planning was ~2.4 ms of each
+    search at 100k memories."""
+    iterative = "strict_order" if _vector_version(elephant) >= (0, 8) else "off"
+    plan_mode = "force_generic_plan" if elephant.settings.search.generic_plan else "auto"
     conn.execute(
-        "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true)",
-        (str(max(MIN_EF_SEARCH, largest_lane)),),
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true),"
+        " set_config('plan_cache_mode', %s, true)"
+        + (", set_config('hnsw.iterative_scan', %s, true)" if iterative != "off" else ""),
+        (str(max(MIN_EF_SEARCH, largest_lane)), plan_mode)
+        + ((iterative,) if iterative != "off" else ()),
     )
-    if _vector_version(elephant) >= (0, 8):
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'strict_order', true)")
+
+
+def run_statement(conn: Connection, engine: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The search statement as a server-side prepared statement (psycopg keeps one per
+    connection and statement text), so prepare()'s plan mode applies to it."""
+    return conn.execute(statement(engine), params, prepare=True).fetchall()
 
 
 def _hit(row: tuple[Any, ...]) -> SearchHit:
