@@ -4,8 +4,8 @@
         [--queries 200] [--smoke] [--set SECTION.KEY=VALUE ...]
         [--out benchmarks/results/scale.json]
 
-For each size N (10k and 100k; 1M only with --million) a fresh embedded database
-(temporary data dir) gets one tenant with a synthetic corpus: N memories (windows
+For each size N (10k and 100k; --million runs benchmarks/million.py instead) a fresh
+embedded database (temporary data dir) gets one tenant with a synthetic corpus: N memories (windows
 and notes, 30-120 words from a seeded Zipf vocabulary with per-topic words and
 named entities), 2N passages (two overlapping halves of every memory's text, as a
 long note's parts: memory_id set, no turns) and N/3 facts, 1 in 200 of them
@@ -156,10 +156,19 @@ class Corpus:
     fact_types: list[str]
     centroids: FloatArray
     passage_seed: int  # passage vectors come from their own generator (see passage_rows)
+    # The tenant of every memory (its facts and passages follow it); None: all TENANT.
+    memory_tenants: list[str] | None = None
 
     @property
     def passage_count(self) -> int:
         return PASSAGES_PER_MEMORY * len(self.memory_ids)
+
+    def tenant(self, memory: int) -> str:
+        return TENANT if self.memory_tenants is None else self.memory_tenants[memory]
+
+    @property
+    def tenants(self) -> list[str]:
+        return [TENANT] if self.memory_tenants is None else sorted(set(self.memory_tenants))
 
 
 @dataclass
@@ -257,7 +266,10 @@ def texts(
     return out
 
 
-def make_corpus(rng: np.random.Generator, vocab: Vocabulary, size: int) -> Corpus:
+def make_corpus(
+    rng: np.random.Generator, vocab: Vocabulary, size: int, facts: int | None = None
+) -> Corpus:
+    """``size`` memories and ``facts`` facts (default size / 3), each fact of a memory."""
     centroids = unit(rng.standard_normal((TOPICS, DIM)))
     topic_p = zipf(TOPICS, 0.6)
     topics = rng.choice(TOPICS, size=size, p=topic_p).astype(np.int64)
@@ -270,7 +282,7 @@ def make_corpus(rng: np.random.Generator, vocab: Vocabulary, size: int) -> Corpu
         c - timedelta(seconds=float(lag[i])) if has_event[i] else None
         for i, c in enumerate(created)
     ]
-    facts = size // 3
+    facts = size // 3 if facts is None else facts
     fact_memory = rng.integers(0, size, size=facts).astype(np.int64)
     fact_topics = topics[fact_memory]
     subjects = [
@@ -320,7 +332,7 @@ def passage_rows(corpus: Corpus, chunk: int = 20_000) -> Iterator[tuple[object, 
             spans = passage_spans(len(corpus.memory_texts[i]))
             for ordinal, (char_start, char_end) in enumerate(spans):
                 yield (
-                    TENANT,
+                    corpus.tenant(i),
                     corpus.memory_ids[i],
                     ordinal,
                     char_start,
@@ -417,7 +429,10 @@ def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
     """COPY as the superuser (it bypasses row-level security) with the big indexes dropped."""
     with db.admin_connection() as conn:
         register_vector(conn)
-        conn.execute("INSERT INTO tenants (id, name) VALUES (%s, %s)", (TENANT, "scale benchmark"))
+        for tenant in corpus.tenants:
+            conn.execute(
+                "INSERT INTO tenants (id, name) VALUES (%s, %s)", (tenant, "scale benchmark")
+            )
         indexes = rebuilt_indexes(conn)
         for index in indexes:
             conn.execute(sql.SQL("DROP INDEX {}").format(sql.Identifier(index.name)))
@@ -444,7 +459,7 @@ def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
             (
                 (
                     corpus.memory_ids[i],
-                    TENANT,
+                    corpus.tenant(i),
                     corpus.memory_kinds[i],
                     corpus.memory_texts[i],
                     corpus.memory_vectors[i],
@@ -483,7 +498,7 @@ def bulk_load(db: Database, corpus: Corpus) -> LoadReport:
             (
                 (
                     corpus.fact_ids[i],
-                    TENANT,
+                    corpus.tenant(memory),
                     corpus.memory_ids[memory],
                     corpus.fact_subjects[i],
                     corpus.fact_texts[i],
@@ -1110,7 +1125,11 @@ def print_table(result: dict[str, Any]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000", help="Comma-separated memory counts.")
-    parser.add_argument("--million", action="store_true", help="Also run 1,000,000 memories.")
+    parser.add_argument(
+        "--million",
+        action="store_true",
+        help="Instead: 1M memories + 1M facts over 100 tenants and a big one (million.py).",
+    )
     parser.add_argument("--queries", type=int, default=200, help="Timed searches per size.")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
@@ -1129,8 +1148,11 @@ def main() -> None:
     args = parser.parse_args()
     overrides = setting_overrides(args.set)
     sizes = [int(re.sub(r"[_\s]", "", s)) for s in args.sizes.split(",") if s.strip()]
-    if args.million and 1_000_000 not in sizes:
-        sizes.append(1_000_000)
+    if args.million:
+        import million
+
+        million.main(["--queries", str(args.queries), "--seed", str(args.seed)])
+        return
     query_count, warmup_count = args.queries, WARMUP_QUERIES
     if args.smoke:
         sizes, query_count, warmup_count = [SMOKE_SIZE], SMOKE_QUERIES, SMOKE_WARMUP
