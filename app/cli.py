@@ -449,6 +449,33 @@ def graph_record(path: Any, tenant: str | None) -> None:
         _print(operations.record(elephant, tenant or default, request).to_dict())
 
 
+@graph.command(name="migrate")
+@click.option(
+    "--to",
+    "target",
+    type=click.Choice(["relational", "age"]),
+    required=True,
+    help="The backend to copy into (from the other one).",
+)
+@tenant_option("Only this tenant (default: every tenant).")
+def graph_migrate(target: str, tenant: str | None) -> None:
+    """Copy the graph between Apache AGE and the relational tables (idempotent, a
+    transaction per tenant); then set graph.backend to the target to use it."""
+    from app.services.graph import transfer
+    from app.services.graph.backend import Backend
+
+    backend: Backend = "age" if target == "age" else "relational"
+    with _opened() as (elephant, _default):
+        report = transfer.migrate_graph(elephant, backend, tenant)
+    _print(report)
+    click.echo(
+        f"copied {report.entities_copied} entities and {report.relations_copied} relations "
+        f"from {report.source} into {report.target}; set graph.backend = {report.target} "
+        "(ELEPHANT_GRAPH_BACKEND) to use it",
+        err=True,
+    )
+
+
 @main.group()
 def keys() -> None:
     """API keys for REST and MCP over HTTP (shown once, stored as a hash)."""

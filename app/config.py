@@ -79,6 +79,34 @@ class DatabaseSettings(_Section):
         "searches and other reads go to one of them, round robin, falling back to the primary.",
         json_schema_extra={"secret": True},
     )
+    replica_max_lag_s: float = Field(
+        30.0,
+        gt=0,
+        le=86400,
+        description="A replica whose replay is further behind the primary than this "
+        "(seconds) is skipped until it catches up.",
+    )
+    replica_check_s: float = Field(
+        5.0,
+        ge=0,
+        le=3600,
+        description="Seconds between health checks (still a standby, replay lag) of a replica "
+        "in use; 0: before every read.",
+    )
+    replica_retry_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="Seconds before an unhealthy replica is tried again (doubling while it "
+        "keeps failing, up to 8x); meanwhile its reads go to the other replicas or the primary.",
+    )
+    replica_timeout_s: float = Field(
+        2.0,
+        gt=0,
+        le=60,
+        description="Seconds a read waits for a replica connection before it goes to another "
+        "replica or the primary.",
+    )
 
     @field_validator("url")
     @classmethod

@@ -144,7 +144,7 @@ def main() -> None:
         )
     print(f"access control adds   p50 {results['overhead_p50_ms']:.2f} ms per request")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    args.out.write_text(json.dumps({"smoke": args.smoke, **results}, indent=2))
 
 
 if __name__ == "__main__":

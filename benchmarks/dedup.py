@@ -668,7 +668,7 @@ def main() -> None:
     results = run(pairs)
     report(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    args.out.write_text(json.dumps({"smoke": args.smoke, **results}, indent=2))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ Each scenario runs a real `elephant serve` (keyless local mode, its own data dir
    done and no fact may be stored twice. Time until the queue is drained.
 4. SIGTERM under the same load: seconds until the app has exited and stopped
    the embedded server (target: 5).
+
+`--smoke`: 1 client for 2 s, 20 turns, and the four scenarios run side by side
+(each has its own data dir and server; the extraction scenario mostly waits out
+the killed worker's 30 s job lease), so their timings are not comparable with a
+full run's.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -44,6 +50,8 @@ from app.db.embedded import EmbeddedPostgres
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
 
 from benchmarks.common import Server, free_port, note, start_server, stop, wait_healthy
+
+MIN_ACKNOWLEDGED = 5  # writes acknowledged before a fault is injected
 
 
 class Writers:
@@ -68,7 +76,8 @@ class Writers:
     def stop(self) -> None:
         self._stop.set()
         for thread in self._threads:
-            thread.join(timeout=60)
+            if thread.ident is not None:  # started (stop may come before start on a failure)
+                thread.join(timeout=60)
 
     def _run(self, seed: int) -> None:
         rng = random.Random(seed)
@@ -95,6 +104,10 @@ class Writers:
         with self._lock:
             later = [began for began in self.acknowledged_started if began > instant]
         return min(later) if later else None
+
+    def acknowledged_count(self) -> int:
+        with self._lock:
+            return len(self.acknowledged)
 
     def snapshot(self) -> dict[str, int]:
         with self._lock:
@@ -141,13 +154,20 @@ def under_load(clients: int, seconds: float) -> Iterator[tuple[Path, int, Server
     with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
         data_dir, port = Path(tmp), free_port()
         server = start_server(data_dir, port, data_dir / "serve.log")
+        writers = Writers(server.url, clients)
         try:
             wait_healthy(server.url)
-            writers = Writers(server.url, clients)
             writers.start()
             time.sleep(seconds)
+            # A fault with no acknowledged write before it proves nothing: on a busy machine
+            # the first commits (model warm-up) can take longer than `seconds`.
+            deadline = time.monotonic() + 60
+            while writers.acknowledged_count() < MIN_ACKNOWLEDGED and time.monotonic() < deadline:
+                time.sleep(0.1)
             yield data_dir, port, server, writers
-        finally:
+        finally:  # whatever failed, leave no writer, app or postmaster behind
+            writers.stop()
+            stop(server)
             EmbeddedPostgres(data_dir / "embedded").stop()
 
 
@@ -157,11 +177,13 @@ def kill_app(clients: int, seconds: float) -> dict[str, Any]:
         server.proc.wait(timeout=30)
         killed = time.monotonic()
         restarted = start_server(data_dir, port, data_dir / "serve.log")
-        recovery = wait_healthy(restarted.url)
-        recovered = time.monotonic() - killed
-        time.sleep(1)
-        writers.stop()
-        stop(restarted)
+        try:
+            recovery = wait_healthy(restarted.url)
+            recovered = time.monotonic() - killed
+            time.sleep(1)
+        finally:
+            writers.stop()
+            stop(restarted)
         return {
             **audit(data_dir, writers.acknowledged),
             "responses": dict(writers.statuses),
@@ -209,24 +231,31 @@ def kill_during_extraction(turns: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="elephant-faults-") as tmp:
         data_dir, port = Path(tmp), free_port()
         server = start_server(data_dir, port, data_dir / "serve.log")
-        wait_healthy(server.url)
-        response = httpx.post(f"{server.url}/commit_conversation", json=conversation, timeout=120)
-        response.raise_for_status()
-        time.sleep(0.5)  # the worker has started on the jobs
-        server.proc.send_signal(signal.SIGKILL)
-        server.proc.wait(timeout=30)
-        killed = time.monotonic()
-        restarted = start_server(data_dir, port, data_dir / "serve.log")
-        wait_healthy(restarted.url)
-        drained = None
-        while time.monotonic() - killed < 300:
-            jobs = httpx.get(f"{restarted.url}/jobs", timeout=30).json()["counts"]
-            if jobs.get("queued", 0) == 0 and jobs.get("running", 0) == 0:
-                drained = time.monotonic() - killed
-                break
-            time.sleep(0.5)
-        stop(restarted)
-        EmbeddedPostgres(data_dir / "embedded").stop()
+        restarted = None
+        try:
+            wait_healthy(server.url)
+            response = httpx.post(
+                f"{server.url}/commit_conversation", json=conversation, timeout=120
+            )
+            response.raise_for_status()
+            time.sleep(0.5)  # the worker has started on the jobs
+            server.proc.send_signal(signal.SIGKILL)
+            server.proc.wait(timeout=30)
+            killed = time.monotonic()
+            restarted = start_server(data_dir, port, data_dir / "serve.log")
+            wait_healthy(restarted.url)
+            drained = None
+            while time.monotonic() - killed < 300:
+                jobs = httpx.get(f"{restarted.url}/jobs", timeout=30).json()["counts"]
+                if jobs.get("queued", 0) == 0 and jobs.get("running", 0) == 0:
+                    drained = time.monotonic() - killed
+                    break
+                time.sleep(0.5)
+        finally:  # whatever failed, leave no app and no postmaster behind
+            for started in (server, restarted):
+                if started is not None:
+                    stop(started)
+            EmbeddedPostgres(data_dir / "embedded").stop()
         result = audit(data_dir, [])
         return {
             "turns": turns,
@@ -267,16 +296,24 @@ def main() -> None:
     clients, seconds, turns = (
         (1, 2.0, 20) if args.smoke else (args.clients, args.seconds, args.turns)
     )
-    results = {
-        "kill_app": kill_app(clients, seconds),
-        "kill_postmaster": kill_postmaster(clients, seconds),
-        "kill_during_extraction": kill_during_extraction(turns),
-        "sigterm_shutdown": sigterm_shutdown(clients, seconds),
+    scenarios: dict[str, Callable[[], dict[str, Any]]] = {
+        "kill_app": lambda: kill_app(clients, seconds),
+        "kill_postmaster": lambda: kill_postmaster(clients, seconds),
+        "kill_during_extraction": lambda: kill_during_extraction(turns),
+        "sigterm_shutdown": lambda: sigterm_shutdown(clients, seconds),
     }
+    if args.smoke:
+        # Each scenario has its own data dir, server and port, and mostly waits (for a
+        # job lease, for restarts): side by side they take the time of the slowest.
+        with ThreadPoolExecutor(max_workers=len(scenarios)) as pool:
+            futures = {name: pool.submit(run) for name, run in scenarios.items()}
+            results = {name: future.result() for name, future in futures.items()}
+    else:
+        results = {name: run() for name, run in scenarios.items()}
     for name, result in results.items():
         print(f"{name}: {json.dumps(result)}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    args.out.write_text(json.dumps({"smoke": args.smoke, **results}, indent=2))
     lost = [
         name
         for name, result in results.items()

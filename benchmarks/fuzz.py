@@ -227,7 +227,7 @@ def main() -> None:
     results = run(examples, args.seed, args.only, smoke=args.smoke)
     print_report(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2))
+    args.out.write_text(json.dumps({"smoke": args.smoke, **results}, indent=2))
     sys.exit(1 if results["totals"]["failures"] else 0)
 
 

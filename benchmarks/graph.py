@@ -1,42 +1,60 @@
-"""Knowledge graph (Apache AGE): batch record, a 10k-entity graph, 2-hop reads, search_nodes.
+"""Knowledge graph on both backends (Apache AGE and the relational tables): record, a
+10k-entity / 30k-relation graph, 2-hop reads, search_nodes.
 
-    .venv/bin/python benchmarks/graph.py [--runs 7] [--entities 10000] [--relations 30000]
-        [--queries 200] [--seed 7] [--out benchmarks/results/graph.json]
+    .venv/bin/python benchmarks/graph.py [--backends age,relational] [--runs 7]
+        [--entities 10000] [--relations 30000] [--queries 200] [--seed 7] [--smoke]
+        [--embedder model|hash] [--out benchmarks/results/graph.json]
 
-Runs on a fresh embedded database (temporary data dir), no keys, the real default
-embedder (all-MiniLM-L6-v2 on this machine's CPU). Measured:
+One fresh embedded server (temporary data dir), no keys, the real default embedder
+(all-MiniLM-L6-v2 on this machine's CPU); one runtime per backend on it
+(``graph.backend``) on a database of its own, each fed the same data (same seed).
+Embeddings are cached by text, so the second backend does not embed again: every
+time below is also given without the embedding (``store`` / ``without_embedding``),
+which is what differs between the backends. Measured, per backend:
 
 - record: one ``operations.record`` call with 100 entities and 200 relations
-  (distinct pairs, types from the vocabulary), without observations and with
-  3 observations per entity (300 observation facts, embedded inside the call);
-  median of --runs calls, each on a fresh tenant whose graph is provisioned
-  first (provisioning, a one-off per tenant, is reported on its own);
+  (distinct pairs, types from the vocabulary), without observations and with 3
+  observations per entity; median of --runs calls, each on a fresh tenant whose
+  graph is provisioned first (AGE: a one-off per tenant, reported on its own;
+  relational: nothing to provision); throughput in items (entities + relations +
+  observations) per second of store time;
 - build: a graph of --entities entities (1 observation each) and --relations
   relations through the service, in batches (1000 entities or 2000 relations per
   call), then ANALYZE; targets of relations are skewed (a few hubs, many leaves);
-- 2-hop reads on that graph, from --queries random seed entities:
-  ``reads.neighbourhood(name, hops=2)`` (the GET /graph path: find the seed by
-  name, breadth first, node limit 50 and 200) and the store-level expansion
-  (``store.relations`` of the seed, then of all its neighbours, unbounded) inside
+- 2-hop reads from --queries random seed entities: ``reads.neighbourhood(name,
+  hops=2)`` (the GET /graph path: find the seed by name, then ``store.walk``: a
+  recursive CTE on the relational backend, a statement per hop on AGE), node limit
+  50 and 200; ``store.walk`` alone (2 hops, limit 200) and the unbounded store-level
+  expansion (``store.relations`` of the seed, then of all its neighbours), each inside
   one tenant transaction;
-- ``reads.search_nodes`` on that graph: an exact name, a one-word prefix that
-  matches many entities, and free text that only the observation lane finds.
+- ``reads.search_nodes``: an exact name, a one-word prefix that matches many
+  entities, and free text that only the observation lane finds.
 
-Times are wall-clock of the service call (pool checkout and transaction included).
+``--smoke``: 200 entities, 600 relations, records of 20 + 40, 10 queries, one run
+(seconds, after the model loads; the test suite runs it). ``--embedder hash``:
+deterministic vectors from a hash of each text instead of the model, for timing the
+backends on a busy machine (the 10k observations alone take the model minutes on
+two shared cores); the free-text search then finds nothing meaningful, every other
+measure is the same work. Times are wall-clock of the service call (pool checkout
+and transaction included).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
 import shutil
+import signal
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,7 +65,7 @@ from app.providers.embedder import Embedder, Vectors, build_embedder
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.models import EntityIn, ObservationIn, RecordIn, RelationIn
-from app.services.graph.store import entity_key
+from app.services.graph.store import GraphStore, entity_key
 from app.services.graph.vocabulary import RELATIONS
 from app.services.runtime import Elephant
 
@@ -72,26 +90,58 @@ RELATION_TYPES = tuple(r for r in RELATIONS if r != "supersedes")
 
 
 class TimedEmbedder:
-    """The real embedder, with the seconds spent inside it counted."""
+    """The real embedder, with the seconds spent inside it counted and its vectors cached by
+    text (both backends are fed the same texts: the second one does not embed again)."""
 
     def __init__(self, inner: Embedder) -> None:
         self.model_name = inner.model_name
         self.dim = inner.dim
         self.seconds = 0.0
         self._inner = inner
+        self._cache: dict[tuple[str, str], Any] = {}
 
-    def _timed(self, func: Callable[[Sequence[str]], Vectors], texts: Sequence[str]) -> Vectors:
-        started = time.perf_counter()
-        try:
-            return func(texts)
-        finally:
-            self.seconds += time.perf_counter() - started
+    def _timed(
+        self, kind: str, func: Callable[[Sequence[str]], Vectors], texts: Sequence[str]
+    ) -> Vectors:
+        missing = [t for t in dict.fromkeys(texts) if (kind, t) not in self._cache]
+        if missing:
+            started = time.perf_counter()
+            try:
+                vectors = func(missing)
+            finally:
+                self.seconds += time.perf_counter() - started
+            self._cache.update({(kind, t): v for t, v in zip(missing, vectors, strict=True)})
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._cache[(kind, t)] for t in texts]).astype(np.float32)
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        return self._timed(self._inner.embed_documents, texts)
+        return self._timed("d", self._inner.embed_documents, texts)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        return self._timed(self._inner.embed_queries, texts)
+        return self._timed("q", self._inner.embed_queries, texts)
+
+
+class HashEmbedder:
+    """Unit vectors seeded by a hash of the text: the model's shape, none of its cost."""
+
+    def __init__(self, model_name: str, dim: int) -> None:
+        self.model_name = f"hash:{model_name}"
+        self.dim = dim
+
+    def _vectors(self, texts: Sequence[str]) -> Vectors:
+        rows = []
+        for text in texts:
+            seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+            row = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            rows.append(row / np.linalg.norm(row))
+        return np.stack(rows) if rows else np.zeros((0, self.dim), dtype=np.float32)
+
+    def embed_documents(self, texts: Sequence[str]) -> Vectors:
+        return self._vectors(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        return self._vectors(texts)
 
 
 def stats_ms(values: Sequence[float]) -> dict[str, float]:
@@ -182,57 +232,109 @@ def relations(
 # ---------------------------------------------------------------- runtime
 
 
+@dataclass(frozen=True)
+class Sizes:
+    runs: int
+    entities: int
+    relations: int
+    queries: int
+    record_entities: int = 100
+    record_relations: int = 200
+
+
+def sizes(args: argparse.Namespace) -> Sizes:
+    if args.smoke:
+        return Sizes(runs=1, entities=200, relations=600, queries=10, record_entities=20,
+                     record_relations=40)  # fmt: skip
+    return Sizes(args.runs, args.entities, args.relations, args.queries)
+
+
 @contextmanager
-def fresh_elephant() -> Iterator[tuple[Elephant, TimedEmbedder]]:
+def fresh_runtimes(
+    backends: Sequence[str], embedder_kind: str
+) -> Iterator[tuple[dict[str, Elephant], TimedEmbedder, list[str]]]:
+    """One embedded server; per backend (those the server can serve) a database of its own
+    and a runtime on it, so neither backend runs on the other's rows (facts, indexes)."""
     tmp = tempfile.mkdtemp(prefix="elephant-graph-")
-    elephant: Elephant | None = None
+    opened: list[Elephant] = []
     try:
-        settings = Settings.model_validate({"data_dir": tmp, "log": {"level": "WARNING"}})
-        embedder = TimedEmbedder(build_embedder(settings.embedding))
-        elephant = Elephant.open(settings, embedder=embedder, use_llm_from_settings=False)
-        yield elephant, embedder
+        base = Settings.model_validate({"data_dir": tmp, "log": {"level": "WARNING"}})
+        inner: Embedder = (
+            HashEmbedder(base.embedding.model, base.embedding.dim)
+            if embedder_kind == "hash"
+            else build_embedder(base.embedding)
+        )
+        embedder = TimedEmbedder(inner)
+        runtimes: dict[str, Elephant] = {}
+        skipped: list[str] = []
+        for backend in backends:
+            settings = base.model_copy(
+                update={
+                    "embedded": base.embedded.model_copy(update={"database": f"graph_{backend}"}),
+                    "graph": base.graph.model_copy(update={"backend": backend}),
+                }
+            )
+            elephant = Elephant.open(settings, embedder=embedder, use_llm_from_settings=False)
+            opened.append(elephant)
+            if elephant.graph is None:  # graph.backend age on a server without AGE
+                skipped.append(backend)
+            else:
+                runtimes[backend] = elephant
+        yield runtimes, embedder, skipped
     finally:
-        if elephant is not None:
+        for elephant in reversed(opened):
             elephant.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def store_of(elephant: Elephant) -> GraphStore:
+    store = elephant.graph
+    assert store is not None
+    return store
 
 
 # ---------------------------------------------------------------- (a) one record call
 
 
 def bench_record(
-    elephant: Elephant, embedder: TimedEmbedder, rng: np.random.Generator, runs: int
+    elephant: Elephant, embedder: TimedEmbedder, rng: np.random.Generator, size: Sizes
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     provision: list[float] = []
+    backend = store_of(elephant).backend
     for observations in (0, 3):
-        seconds, embedding = [], []
-        for run in range(runs):
-            tenant = f"rec-{observations}-{run}"
-            provision.append(timed(elephant.graph.ensure, tenant)[0])
-            entity_names = names(rng, 100)
+        seconds, store_s, embedding = [], [], []
+        items = size.record_entities * (1 + observations) + size.record_relations
+        for run in range(size.runs):
+            tenant = f"rec-{backend}-{observations}-{run}"
+            provision.append(timed(store_of(elephant).ensure, tenant)[0])
+            entity_names = names(rng, size.record_entities)
+            pairs = relation_pairs(rng, size.record_relations, size.record_entities)
             request = RecordIn(
                 entities=entities(rng, entity_names, observations),
-                relations=relations(rng, entity_names, relation_pairs(rng, 200, 100)),
+                relations=relations(rng, entity_names, pairs),
             )
             embedder.seconds = 0.0
             elapsed, result = timed(ops.record, elephant, tenant, request)
-            assert result.relations_created == 200, result
-            assert result.observations_added == 100 * observations, result
+            assert result.relations_created == size.record_relations, result
+            assert result.observations_added == size.record_entities * observations, result
             seconds.append(elapsed)
             embedding.append(embedder.seconds)
+            store_s.append(elapsed - embedder.seconds)
         key = "with_observations" if observations else "without_observations"
         out[key] = {
-            "entities": 100,
-            "relations": 200,
-            "observations": 100 * observations,
+            "entities": size.record_entities,
+            "relations": size.record_relations,
+            "observations": size.record_entities * observations,
             "median_s": round(statistics.median(seconds), 3),
             "min_s": round(min(seconds), 3),
             "max_s": round(max(seconds), 3),
             "embedding_median_s": round(statistics.median(embedding), 3),
-            "runs": runs,
+            "store_median_s": round(statistics.median(store_s), 4),
+            "store_items_per_s": round(items / statistics.median(store_s), 1),
+            "runs": size.runs,
         }
-    out["provision_graph_median_s"] = round(statistics.median(provision), 3)
+    out["provision_graph_median_s"] = round(statistics.median(provision), 4)
     return out
 
 
@@ -240,23 +342,18 @@ def bench_record(
 
 
 def build_graph(
-    elephant: Elephant,
-    embedder: TimedEmbedder,
-    rng: np.random.Generator,
-    tenant: str,
-    size: int,
-    relation_count: int,
+    elephant: Elephant, embedder: TimedEmbedder, rng: np.random.Generator, tenant: str, size: Sizes
 ) -> tuple[list[str], dict[str, Any]]:
-    entity_names = names(rng, size)
-    elephant.graph.ensure(tenant)
+    entity_names = names(rng, size.entities)
+    store_of(elephant).ensure(tenant)
     embedder.seconds = 0.0
     started = time.perf_counter()
-    for start in range(0, size, ENTITY_BATCH):
+    for start in range(0, size.entities, ENTITY_BATCH):
         batch = entities(rng, entity_names[start : start + ENTITY_BATCH], 1)
         ops.create_entities(elephant, tenant, batch)
     entity_s = time.perf_counter() - started
     entity_embed_s = embedder.seconds
-    every = relations(rng, entity_names, relation_pairs(rng, relation_count, size))
+    every = relations(rng, entity_names, relation_pairs(rng, size.relations, size.entities))
     started = time.perf_counter()
     for start in range(0, len(every), RELATION_BATCH):
         ops.create_relations(elephant, tenant, every[start : start + RELATION_BATCH])
@@ -266,14 +363,16 @@ def build_graph(
         conn.execute("ANALYZE")
     analyze_s = time.perf_counter() - started
     report = {
-        "entities": size,
-        "relations": relation_count,
-        "observations": size,
+        "entities": size.entities,
+        "relations": size.relations,
+        "observations": size.entities,
         "entity_batches_s": round(entity_s, 2),
         "entity_embedding_s": round(entity_embed_s, 2),
-        "entities_per_s": round(size / entity_s, 1),
+        "entities_per_s_without_embedding": round(
+            size.entities / max(entity_s - entity_embed_s, 1e-9), 1
+        ),
         "relation_batches_s": round(relation_s, 2),
-        "relations_per_s": round(relation_count / relation_s, 1),
+        "relations_per_s": round(size.relations / relation_s, 1),
         "analyze_s": round(analyze_s, 2),
     }
     return entity_names, report
@@ -281,13 +380,20 @@ def build_graph(
 
 def two_hop_store(elephant: Elephant, tenant: str, key: str) -> int:
     """The store-level 2-hop expansion: relations of the seed, then of every neighbour."""
-    store = elephant.graph
+    store = store_of(elephant)
     with elephant.db.tenant(tenant) as conn:
         first = store.relations(conn, tenant, [key], active_only=True)
         ring = sorted({k for r in first for k in (r.source, r.target)} - {key})
         second = store.relations(conn, tenant, ring, active_only=True) if ring else []
         reached = {k for r in second for k in (r.source, r.target)} | set(ring) | {key}
     return len(reached)
+
+
+def walk_store(elephant: Elephant, tenant: str, key: str) -> int:
+    """``store.walk``: 2 hops, at most 200 entities (what neighbourhood runs after find)."""
+    store = store_of(elephant)
+    with elephant.db.tenant(tenant) as conn:
+        return len(store.walk(conn, tenant, [key], 2, 200).entities)
 
 
 def bench_reads(
@@ -297,10 +403,13 @@ def bench_reads(
     for name in seeds[:10]:  # warm-up: caches, prepared statements
         reads.neighbourhood(elephant, tenant, name, hops=2)
         two_hop_store(elephant, tenant, entity_key(name))
+        walk_store(elephant, tenant, entity_key(name))
     hood: dict[int, list[float]] = {50: [], 200: []}
     hood_nodes: dict[int, list[int]] = {50: [], 200: []}
     store_s: list[float] = []
     store_nodes: list[int] = []
+    walk_s: list[float] = []
+    walk_nodes: list[int] = []
     for name in seeds:
         for limit in hood:
             elapsed, result = timed(
@@ -311,6 +420,9 @@ def bench_reads(
         elapsed, reached = timed(two_hop_store, elephant, tenant, entity_key(name))
         store_s.append(elapsed)
         store_nodes.append(reached)
+        elapsed, reached = timed(walk_store, elephant, tenant, entity_key(name))
+        walk_s.append(elapsed)
+        walk_nodes.append(reached)
     out: dict[str, Any] = {
         f"neighbourhood_hops2_limit{limit}_ms": {
             **stats_ms(times),
@@ -318,10 +430,14 @@ def bench_reads(
         }
         for limit, times in hood.items()
     }
-    out["store_two_hop_ms"] = {
+    out["store_walk_hops2_limit200_ms"] = {
+        **stats_ms(walk_s),
+        "nodes_median": int(statistics.median(walk_nodes)),
+    }
+    out["store_two_hop_unbounded_ms"] = {
         **stats_ms(store_s),
-        "nodes_reached_median": int(statistics.median(store_nodes)),
-        "nodes_reached_p95": int(np.percentile(store_nodes, 95)),
+        "nodes_median": int(statistics.median(store_nodes)),
+        "nodes_p95": int(np.percentile(store_nodes, 95)),
     }
     return out
 
@@ -353,7 +469,6 @@ def bench_search(
             matched.append(result.total_matched)
         out[kind] = {
             **stats_ms(times),
-            "query_embedding_p50_ms": round(statistics.median(embedding) * 1000, 2),
             "without_embedding_ms": stats_ms(
                 [t - e for t, e in zip(times, embedding, strict=True)]
             ),
@@ -362,67 +477,124 @@ def bench_search(
     return out
 
 
+def bench_backend(
+    elephant: Elephant, embedder: TimedEmbedder, seed: int, size: Sizes
+) -> dict[str, Any]:
+    """Everything for one backend; the same seed gives every backend the same data."""
+    rng = np.random.default_rng(seed)
+    backend = store_of(elephant).backend
+    tenant = f"big-{backend}"
+    record = bench_record(elephant, embedder, rng, size)
+    entity_names, build = build_graph(elephant, embedder, rng, tenant, size)
+    two_hop = bench_reads(elephant, rng, tenant, entity_names, size.queries)
+    search = bench_search(elephant, embedder, rng, tenant, entity_names, size.queries)
+    return {"record": record, "build": build, "two_hop": two_hop, "search_nodes": search}
+
+
+# ---------------------------------------------------------------- report
+
+
+def table(results: dict[str, dict[str, Any]]) -> list[str]:
+    """One row per measure; per backend a p50 and a p95 column (or two values)."""
+    backends = list(results)
+    lines = [
+        "| measure | " + " | ".join(f"{b} p50 | {b} p95" for b in backends) + " |",
+        "|" + " --- |" * (1 + 2 * len(backends)),
+    ]
+
+    def row(name: str, cells: list[tuple[Any, Any]]) -> None:
+        lines.append(f"| {name} | " + " | ".join(f"{a} | {b}" for a, b in cells) + " |")
+
+    first = results[backends[0]]
+    for key in ("without_observations", "with_observations"):
+        shape = first["record"][key]
+        runs = [results[b]["record"][key] for b in backends]
+        row(
+            f"record {shape['entities']} entities + {shape['relations']} relations + "
+            f"{shape['observations']} observations: median s without embedding (items/s)",
+            [(r["store_median_s"], f"({r['store_items_per_s']}/s)") for r in runs],
+        )
+    builds = [results[b]["build"] for b in backends]
+    row(
+        "build: entities/s without embedding, relations/s",
+        [(b["entities_per_s_without_embedding"], b["relations_per_s"]) for b in builds],
+    )
+    for name, measure in first["two_hop"].items():
+        cells = [(results[b]["two_hop"][name]["p50"], results[b]["two_hop"][name]["p95"])
+                 for b in backends]  # fmt: skip
+        row(f"{name} (nodes median {measure['nodes_median']})", cells)
+    for kind in first["search_nodes"]:
+        cells = [
+            (results[b]["search_nodes"][kind]["without_embedding_ms"]["p50"],
+             results[b]["search_nodes"][kind]["without_embedding_ms"]["p95"])
+            for b in backends
+        ]  # fmt: skip
+        row(f"search_nodes {kind}, ms without the query embedding", cells)
+    return lines
+
+
 # ---------------------------------------------------------------- main
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--backends", default="age,relational", help="Comma-separated.")
     parser.add_argument("--runs", type=int, default=7, help="record() calls per variant.")
     parser.add_argument("--entities", type=int, default=10_000)
     parser.add_argument("--relations", type=int, default=30_000)
     parser.add_argument("--queries", type=int, default=200, help="Random seeds / searches.")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="Tiny sizes, for the test suite.")
+    parser.add_argument(
+        "--embedder", choices=("model", "hash"), default="model", help="See above (default model)."
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/graph.json"))
     args = parser.parse_args()
-    rng = np.random.default_rng(args.seed)
+    size = sizes(args)
+    wanted = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = [b for b in wanted if b not in ("age", "relational")]
+    if unknown or not wanted:
+        parser.error(f"--backends: age and/or relational, not {', '.join(unknown) or 'nothing'}")
+    # SIGTERM ends the run through SystemExit, so the embedded server is stopped.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     load_before = os.getloadavg()[0]
+    started = time.perf_counter()
 
-    with fresh_elephant() as (elephant, embedder):
-        record = bench_record(elephant, embedder, rng, args.runs)
-        for key in ("without_observations", "with_observations"):
-            r = record[key]
+    results: dict[str, dict[str, Any]] = {}
+    with fresh_runtimes(wanted, args.embedder) as (runtimes, embedder, skipped):
+        for name in skipped:
+            print(f"{name}: skipped (this server has no Apache AGE)")
+        for backend, elephant in runtimes.items():
+            load = os.getloadavg()[0]
+            results[backend] = bench_backend(elephant, embedder, args.seed, size)
+            # The machine's 1-minute load before and after this backend's part.
+            results[backend]["loadavg_1m"] = [round(load, 2), round(os.getloadavg()[0], 2)]
+            build = results[backend]["build"]
             print(
-                f"record 100 entities + 200 relations + {r['observations']} observations: "
-                f"median {r['median_s']:.3f}s (min {r['min_s']:.3f}, max {r['max_s']:.3f}; "
-                f"embedding {r['embedding_median_s']:.3f}s)"
+                f"{backend}: built {build['entities']} entities and {build['relations']} "
+                f"relations ({build['relations_per_s']} relations/s)",
+                flush=True,
             )
-        print(f"graph provisioning per tenant: median {record['provision_graph_median_s']:.3f}s")
-
-        entity_names, build = build_graph(
-            elephant, embedder, rng, "big", args.entities, args.relations
-        )
-        print(
-            f"build {build['entities']} entities in {build['entity_batches_s']}s "
-            f"(embedding {build['entity_embedding_s']}s), {build['relations']} relations in "
-            f"{build['relation_batches_s']}s ({build['relations_per_s']}/s)"
-        )
-        two_hop = bench_reads(elephant, rng, "big", entity_names, args.queries)
-        search = bench_search(elephant, embedder, rng, "big", entity_names, args.queries)
-
-    print("\n| measure | p50 ms | p95 ms | p99 ms | size |")
-    print("| --- | --- | --- | --- | --- |")
-    rows = {
-        **two_hop,
-        **{f"search_nodes {k}": v for k, v in search.items()},
-        **{f"search_nodes {k} (query embedding excluded)": v["without_embedding_ms"]
-           for k, v in search.items()},
-    }  # fmt: skip
-    for name, row in rows.items():
-        size = ", ".join(f"{k} {v}" for k, v in row.items() if k.endswith(("median", "p95"))
-                         and not isinstance(v, float))  # fmt: skip
-        print(f"| {name} | {row['p50']} | {row['p95']} | {row['p99']} | {size} |")
+    if not results:
+        raise SystemExit("no backend to measure")
+    print()
+    print("\n".join(table(results)))
 
     body = {
         "benchmark": "graph",
+        "smoke": args.smoke,
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         # The 1-minute load average at the start and the end: about 1 is this benchmark
         # alone; more means the machine was shared and the times are inflated.
         "loadavg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "seconds": round(time.perf_counter() - started, 1),
         "seed": args.seed,
-        "record": record,
-        "build": build,
-        "two_hop": two_hop,
-        "search_nodes": search,
+        "embedder": args.embedder,
+        "sizes": size.__dict__,
+        "skipped": skipped,
+        "backends": results,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(body, indent=2))

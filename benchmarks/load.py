@@ -153,7 +153,7 @@ def main() -> None:
     print(f"server RSS {result['rss_mb']['before']} -> {result['rss_mb']['after']} MB")
     print(f"acknowledged writes {result['acknowledged']}, present {result['acknowledged_present']}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    args.out.write_text(json.dumps({"smoke": args.smoke, **result}, indent=2))
     if result["acknowledged"] != result["acknowledged_present"]:
         raise SystemExit("acknowledged writes are missing")
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/locomo.py [--dataset ../shared/datasets/locomo10.json]
         [--data-dir DIR] [--limit N] [--out benchmarks/results/locomo.json] [--llm]
-        [--passes fused,windows_dense,facts_dense,keyword,...]
+        [--passes fused,windows_dense,facts_dense,keyword,...] [--smoke]
 
 Each LoCoMo conversation is ingested into its own tenant of an embedded database
 in --data-dir (default: a temporary dir) with the offline providers, then the
@@ -38,6 +38,11 @@ Measured, for every question (categories 1 multi-hop, 2 temporal, 3 open-domain,
   configured through ELEPHANT_LLM_* settings, otherwise skipped and recorded so.
 
 Targets (fused, categories 1-4): recall@10 >= 0.92 and recall@60 >= 0.99.
+
+`--smoke`: every pass over a tiny slice (the first conversation's first two
+sessions and the questions whose evidence lies in them; a synthetic
+LoCoMo-shaped conversation when the dataset is absent), in seconds. Its recall
+says nothing; it proves the benchmark still runs.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ import contextlib
 import json
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -64,6 +70,10 @@ from app.services import ingest as ingest_service
 from app.services.jobs import drain
 from app.services.runtime import Elephant
 from app.services.search import LaneSizes, SearchHit, SearchRequest, SearchTimings, search
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
+
+from benchmarks.common import write_locomo_smoke_sample
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo10.json"
 TENANT_PREFIX = "locomo"
@@ -649,6 +659,9 @@ def main() -> None:
         help="Override a setting for this run (an ablation), e.g. search.passage_share=0; "
         "repeatable. Settings that shape the ingest need a fresh --data-dir.",
     )
+    parser.add_argument(
+        "--smoke", action="store_true", help="two sessions of one conversation, in seconds"
+    )
     args = parser.parse_args()
     overrides = setting_overrides(args.set)
     chosen = {"fused", *(name.strip() for name in args.passes.split(",") if name.strip())}
@@ -657,9 +670,13 @@ def main() -> None:
         parser.error(f"unknown passes {sorted(unknown)}; choose from {[s.name for s in PASSES]}")
     started = time.perf_counter()
 
-    samples = json.loads(args.dataset.read_text())[: args.limit]
+    with tempfile.TemporaryDirectory(prefix="elephant-locomo-smoke-") as tmp:
+        dataset, source = args.dataset, str(args.dataset)
+        if args.smoke:
+            dataset, source = write_locomo_smoke_sample(args.dataset, Path(tmp))
+        samples = json.loads(dataset.read_text())[: args.limit]
+        items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
     questions = load_questions(samples)
-    items = ingest_service.read_items(args.dataset, TENANT_PREFIX, "locomo", split_tenants=True)
     tenants = list(dict.fromkeys(item.tenant for item in items))[: args.limit]
     items = [item for item in items if item.tenant in tenants]
     assert {q.tenant for q in questions} <= set(tenants), "tenant naming drifted from ingest"
@@ -734,7 +751,8 @@ def main() -> None:
     }
     category_counts = Counter(CATEGORIES[q.category] for q in questions)
     result: dict[str, Any] = {
-        "dataset": str(args.dataset),
+        "smoke": args.smoke,
+        "dataset": source,
         "conversations": len(tenants),
         "questions": dict(sorted(category_counts.items())),
         "questions_without_evidence": sum(1 for q in questions if not q.evidence),

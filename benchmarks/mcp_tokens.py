@@ -1,6 +1,6 @@
 """What the MCP tool definitions cost an agent's context, per profile.
 
-    .venv/bin/python benchmarks/mcp_tokens.py [--out benchmarks/results/mcp_tokens.json]
+    .venv/bin/python benchmarks/mcp_tokens.py [--smoke] [--out benchmarks/results/mcp_tokens.json]
 
 Lists the tools of each profile through fastmcp's in-process client (exactly what
 a client receives from tools/list), serialises each tool's name, description,
@@ -8,6 +8,7 @@ inputSchema and annotations as compact JSON, and estimates tokens as
 characters / 4. No tokenizer of the client models is available offline; chars/4
 is the usual rule of thumb for English and JSON (real tokenizers land within
 about 20 % of it). Needs no database: listing tools never touches the runtime.
+The whole run takes seconds, so `--smoke` is the same run, flagged as a smoke run.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def measure(profile: Profile) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="the same run (it takes seconds)")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/mcp_tokens.json"))
     args = parser.parse_args()
     results = {profile: measure(profile) for profile in PROFILE_NAMES}
@@ -72,7 +74,10 @@ def main() -> None:
         )
     print("per tool (~tokens):", json.dumps(results["full"]["per_tool_tokens_estimate"]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"method": "compact JSON of name, description, inputSchema, annotations; chars/4"}
+    payload = {
+        "smoke": args.smoke,
+        "method": "compact JSON of name, description, inputSchema, annotations; chars/4",
+    }
     args.out.write_text(json.dumps({**payload, "profiles": results}, indent=2) + "\n")
     print(f"wrote {args.out}")
 

@@ -1,13 +1,14 @@
 """Reranker throughput and latency per 70-candidate request (CPU unless CUDA is present).
 
     .venv/bin/python benchmarks/rerank.py [--model PATH] [--requests 20] [--candidates 70]
-        [--out benchmarks/results/rerank.json]
+        [--smoke] [--out benchmarks/results/rerank.json]
 
 Without --model it measures tiny random models (a Qwen3-style causal LM and a
 BERT cross-encoder, built offline into a temp dir): that measures the service's
 overhead, not a real model's speed. With --model it also measures that model.
 Each model is served for real by uvicorn on 127.0.0.1; "direct" times
-Reranker.score alone, "http" times POST /rerank end to end.
+Reranker.score alone, "http" times POST /rerank end to end. `--smoke`: the tiny
+models only, 3 requests of 8 candidates.
 """
 
 from __future__ import annotations
@@ -86,7 +87,10 @@ def measure(name: str, model: str, requests: int, candidates: int) -> dict[str, 
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    while not server.started:
+    deadline = time.monotonic() + 60
+    while not server.started:  # bounded: a server that failed to bind never starts
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the reranker server on port {port} did not start")
         time.sleep(0.02)
     http = []
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=600) as client:
@@ -115,8 +119,13 @@ def main() -> None:
     parser.add_argument("--model", help="a real model (local path or hub id) to measure too")
     parser.add_argument("--requests", type=int, default=20)
     parser.add_argument("--candidates", type=int, default=70)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny models only, 3 requests of 8 candidates"
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/rerank.json"))
     args = parser.parse_args()
+    if args.smoke:
+        args.model, args.requests, args.candidates = None, 3, 8
     logging.getLogger("httpx").setLevel(logging.WARNING)
     rows = []
     with tempfile.TemporaryDirectory(prefix="elephant-rerank-") as tmp:
@@ -137,7 +146,7 @@ def main() -> None:
                 f"{stats['p50_ms']:>10.1f}{stats['p95_ms']:>10.1f}{stats['pairs_per_s']:>10.0f}"
             )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"results": rows}, indent=2) + "\n")
+    args.out.write_text(json.dumps({"smoke": args.smoke, "results": rows}, indent=2) + "\n")
     print(f"wrote {args.out}")
 
 

@@ -1,13 +1,15 @@
 """End-to-end search latency with reranking on vs off.
 
-    .venv/bin/python benchmarks/rerank_search.py [--model PATH] [--queries 50]
-        [--out benchmarks/results/rerank_search.json]
+    .venv/bin/python benchmarks/rerank_search.py [--model PATH] [--queries 50] [--notes 300]
+        [--smoke] [--out benchmarks/results/rerank_search.json]
 
-A fresh embedded database gets 300 synthetic notes through the real write path
+A fresh embedded database gets --notes synthetic notes through the real write path
 (local MiniLM embedder, offline gate); a reranker_server is started on
 127.0.0.1 with --model (default: the tiny random cross-encoder of
 tests/reranker_helpers.py, which measures the pipeline, not a real model), and the
 same queries run through search() with reranking off and on (pool 70, limit 10).
+"reranked" counts the searches the reranker really reordered (not a fallback to
+RRF). `--smoke`: the tiny cross-encoder, 30 notes, 5 queries.
 """
 
 from __future__ import annotations
@@ -45,6 +47,21 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def wait_healthy(server: subprocess.Popen[bytes], url: str, timeout_s: float = 120) -> None:
+    """Bounded: a reranker server that exits or never answers stops the benchmark."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"the reranker server exited with {server.returncode}")
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"the reranker server at {url} not healthy within {timeout_s} s")
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     return {
@@ -57,8 +74,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--model", type=Path, default=None)
     parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--notes", type=int, default=300)
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny cross-encoder, 30 notes, 5 queries"
+    )
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/rerank_search.json"))
     args = parser.parse_args()
+    if args.smoke:
+        args.model, args.notes, args.queries = None, 30, 5
     rng = random.Random(3)
     with tempfile.TemporaryDirectory(prefix="elephant-rerank-") as tmp:
         model = args.model or build_tiny_cross_encoder(Path(tmp) / "tiny-ce")
@@ -70,13 +93,7 @@ def main() -> None:
             stderr=subprocess.DEVNULL,
         )
         try:
-            url = f"http://127.0.0.1:{port}"
-            for _ in range(600):
-                try:
-                    if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
+            url = f"http://127.0.0.1:{port}"  # it loads while the notes are committed
             settings = Settings.model_validate(
                 {
                     "data_dir": str(Path(tmp) / "data"),
@@ -86,7 +103,7 @@ def main() -> None:
             )
             elephant = Elephant.open(settings, use_llm_from_settings=False)
             try:
-                for n in range(300):
+                for n in range(args.notes):
                     who, what, where = rng.choice(PEOPLE), rng.choice(THINGS), rng.choice(PLACES)
                     text = f"{who} took up {what} in {where} in {2015 + n % 10} (note {n})"
                     commit_note(elephant, "bench", NoteIn(text=text, force=True))
@@ -95,34 +112,42 @@ def main() -> None:
                     for _ in range(args.queries)
                 ]
                 timings: dict[str, list[float]] = {"off": [], "on": []}
+                reranked = 0
+                wait_healthy(server, url)
                 for query in queries[:5]:  # warm-up
                     search(elephant, "bench", SearchRequest(query=query, rerank=True))
                 for query in queries:
                     for mode in ("off", "on"):
                         started = time.perf_counter()
-                        search(
+                        result = search(
                             elephant,
                             "bench",
                             SearchRequest(query=query, limit=10, rerank=mode == "on"),
                             record_access=False,
                         )
                         timings[mode].append((time.perf_counter() - started) * 1000)
+                        if mode == "on" and result.hits:
+                            reranked += result.hits[0].rerank_score is not None
             finally:
                 elephant.close()
         finally:
             server.terminate()
             server.wait(timeout=30)
-    result = {
+    report = {
+        "smoke": args.smoke,
         "model": str(args.model or "tiny random cross-encoder"),
+        "notes": args.notes,
         "queries": args.queries,
+        "reranked": reranked,
         "pool": 70,
         "search_ms": {mode: percentiles(values) for mode, values in timings.items()},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    args.out.write_text(json.dumps(report, indent=2))
     print(f"{'reranking':<10}{'p50 ms':>10}{'p95 ms':>10}")
-    for mode, stats in result["search_ms"].items():  # type: ignore[union-attr]
+    for mode, stats in report["search_ms"].items():  # type: ignore[union-attr]
         print(f"{mode:<10}{stats['p50']:>10}{stats['p95']:>10}")
+    print(f"reranked {reranked} of {args.queries} searches with reranking on")
     print(f"written to {args.out}")
 
 

@@ -1,12 +1,13 @@
 """Start-up time of the embedded server: cold (initdb + start + migrate), warm, adopt.
 
-    .venv/bin/python benchmarks/startup.py [--runs 5] [--out benchmarks/results/startup.json]
+    .venv/bin/python benchmarks/startup.py [--runs 5] [--smoke]
+        [--out benchmarks/results/startup.json]
 
 Each run uses a fresh temporary data dir. "cold" is the first Database.open() on
 an empty data dir (initdb, start, CREATE DATABASE, migrations, pool); "warm" is
 Database.open() after a clean stop (start + checks + pool); "adopt" is
 Database.open() while another handle keeps the server running; "server_*" time
-EmbeddedPostgres.start() alone.
+EmbeddedPostgres.start() alone. `--smoke` is one run.
 """
 
 from __future__ import annotations
@@ -55,8 +56,11 @@ def one_run() -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="one run")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/startup.json"))
     args = parser.parse_args()
+    if args.smoke:
+        args.runs = 1
     runs = [one_run() for _ in range(args.runs)]
     summary = {
         key: {
@@ -66,7 +70,7 @@ def main() -> None:
         }
         for key in runs[0]
     }
-    result = {"runs": args.runs, "seconds": summary}
+    result = {"smoke": args.smoke, "runs": args.runs, "seconds": summary}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     print(f"{'measure':<22}{'median s':>10}{'min s':>10}{'max s':>10}")

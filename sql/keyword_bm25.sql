@@ -3,6 +3,12 @@
 -- Spliced into the slot {keyword_lane}; runs over q (variant, query) of that statement.
 -- This header is not spliced.
 --
+-- Under row-level security the bm25 index is used as it is: an ordered scan serves an
+-- ORDER BY, not a condition, so the non-leakproof rule that keeps `@@` off the GIN
+-- index (see keyword_tsvector.sql) does not apply. The tenant policy then filters the
+-- scan's rows, and the scan goes on past other tenants' better-scoring documents until
+-- the tenant's LIMIT is met (tests/test_search_plans.py proves both).
+--
 -- Parameters
 --   keyword_memories, keyword_facts int      lane sizes, per variant
 --   the filters of memory_filters.sql and fact_filters.sql

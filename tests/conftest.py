@@ -5,11 +5,19 @@ migrations. Not a copy of a template database: pg_textsearch keeps in-memory
 index state keyed by the index's identity, and copies of one template share
 those identities, so two copies corrupt each other's BM25 indexes. Nothing is
 mocked: tests talk to PostgreSQL 18 with its extensions.
+
+``ELEPHANT_TEST_MANAGED=1`` runs the suite in the managed-Postgres mode (as on RDS,
+Cloud SQL, Supabase, Neon): every database is built with
+``database.optional_extensions = ()``, so AGE and pg_textsearch are not created
+(the server still has them; the databases do not). Tests that are about AGE or BM25
+themselves skip there (``needs_age``, ``needs_bm25``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import os
 import re
 import socket
 from collections.abc import Callable, Iterator
@@ -33,9 +41,27 @@ from app.services.runtime import Elephant
 
 _counter = itertools.count()
 
+MANAGED = os.environ.pop("ELEPHANT_TEST_MANAGED", None) == "1"
+if MANAGED:
+    # Processes the tests start (CLI, stdio server) read ELEPHANT_* and refuse unknown
+    # names: they get the setting the switch stands for instead.
+    os.environ.setdefault("ELEPHANT_DATABASE_OPTIONAL_EXTENSIONS", "none")
+needs_age = pytest.mark.skipif(
+    MANAGED, reason="needs Apache AGE, which ELEPHANT_TEST_MANAGED=1 does not create"
+)
+needs_bm25 = pytest.mark.skipif(
+    MANAGED, reason="needs pg_textsearch (BM25), which ELEPHANT_TEST_MANAGED=1 does not create"
+)
+
 
 def make_settings(data_dir: Path, **sections: dict[str, Any]) -> Settings:
-    """Settings for tests: explicit values only, never the machine's ELEPHANT_* variables."""
+    """Settings for tests: explicit values only, never the machine's ELEPHANT_* variables
+    (but ELEPHANT_TEST_MANAGED=1: no optional extensions unless the test names them)."""
+    if MANAGED:
+        sections = {
+            **sections,
+            "database": {"optional_extensions": (), **sections.get("database", {})},
+        }
     return Settings.model_validate({"data_dir": data_dir, **sections})
 
 
@@ -61,15 +87,19 @@ def pg_server(pg_data_dir: Path) -> Iterator[EmbeddedPostgres]:
 
 @pytest.fixture(scope="session")
 def new_database(pg_server: EmbeddedPostgres, pg_data_dir: Path) -> Callable[..., str]:
-    """Create a database for a test, migrated to head (or left empty)."""
+    """Create a database for a test, migrated to head (or left empty); ``optional_extensions``
+    overrides the run's (all, or none with ELEPHANT_TEST_MANAGED=1)."""
     settings = make_settings(pg_data_dir)
     params = migrations.SchemaParams(
         embedding_dim=settings.embedding.dim,
         embedding_model=settings.embedding.model,
         app_role=settings.database.app_role,
+        optional_extensions=settings.database.optional_extensions,
     )
 
-    def create(hint: str, *, empty: bool = False) -> str:
+    def create(
+        hint: str, *, empty: bool = False, optional_extensions: tuple[str, ...] | None = None
+    ) -> str:
         slug = re.sub(r"[^a-z0-9]+", "_", hint.lower())[:40]
         name = f"t_{slug}_{next(_counter)}"
         with psycopg.connect(pg_server.conninfo(), autocommit=True) as conn:
@@ -77,7 +107,10 @@ def new_database(pg_server: EmbeddedPostgres, pg_data_dir: Path) -> Callable[...
                 sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(name))
             )
         if not empty:
-            migrations.upgrade(pg_server.conninfo(dbname=name), params)
+            chosen = params
+            if optional_extensions is not None:
+                chosen = dataclasses.replace(params, optional_extensions=optional_extensions)
+            migrations.upgrade(pg_server.conninfo(dbname=name), chosen)
         return name
 
     return create

@@ -1,30 +1,59 @@
-"""Benchmarks run in smoke mode (tiny sizes, seconds), so they cannot rot unnoticed."""
+"""Benchmarks run in smoke mode (tiny sizes, seconds), so they cannot rot unnoticed.
+
+Each test runs the real benchmark script with --smoke in a subprocess (its own
+process group, killed whole on a timeout) and checks the JSON it wrote: the
+smoke flag, counts above zero, the measured fields present and numeric. On any
+failure the benchmark's own output is shown. Nothing reaches the network: the
+LoCoMo benchmarks build a synthetic sample when the dataset is absent, the
+reranker benchmarks build tiny random models on the fly.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).parents[1]
 
 
 def run_smoke(
-    name: str, tmp_path: Path, timeout_s: int
+    name: str, tmp_path: Path, timeout_s: int, *extra: str
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """Run benchmarks/<name>.py --smoke; its output and the JSON it wrote."""
     out = tmp_path / f"{name}.json"
-    result = subprocess.run(
-        [sys.executable, f"benchmarks/{name}.py", "--smoke", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout_s,
-    )
-    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    return result, json.loads(out.read_text())
+    args = [sys.executable, f"benchmarks/{name}.py", "--smoke", "--out", str(out), *extra]
+    proc = subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        # The whole group: a benchmark's servers must not outlive it.
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate(timeout=30)
+        pytest.fail(f"{name} --smoke ran over {timeout_s} s\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    result = subprocess.CompletedProcess(args, proc.returncode, stdout, stderr)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert out.is_file(), f"{name} wrote no JSON\n{result.stdout[-3000:]}"
+    report = json.loads(out.read_text())
+    assert report["smoke"] is True, report
+    return result, report
+
+
+def number(value: Any) -> float:
+    """``value`` as a finite number (fails on None, text, NaN)."""
+    assert isinstance(value, int | float) and not isinstance(value, bool), value
+    assert math.isfinite(value), value
+    return float(value)
 
 
 def test_auth_benchmark_smoke(tmp_path: Path) -> None:
@@ -64,6 +93,23 @@ def test_scale_benchmark_smoke(tmp_path: Path) -> None:
     assert "lanes on their index (EXPLAIN)" in result.stdout
 
 
+def test_million_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("million", tmp_path, timeout_s=300)
+    run = report["result"]
+    assert run["memories"] == run["facts"] == 3000 and run["passages"] == 6000
+    assert run["load"]["diskann"]["build_s"] > 0
+    assert set(run["ways"]) == {"hnsw_iterative", "hnsw_plain", "diskann"}
+    for way, classes in run["ways"].items():
+        assert set(classes) == {"big", "small"}, way
+        for row in classes.values():
+            assert number(row["sql_ms"]["p50"]) > 0 and row["hits_mean"] > 0, (way, row)
+            assert 0 <= number(row["windows_lane_recall_at_10"]) <= 1
+    # With iterative scans the big tenant's lane is always full (45 rows).
+    assert run["ways"]["hnsw_iterative"]["big"]["windows_lane_rows_mean"] == 45
+    assert number(run["disk_gb"]["per_million_memories"]) > 0
+    assert "target p50 <= 25 ms" in result.stdout
+
+
 def test_fuzz_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("fuzz", tmp_path, timeout_s=300)
     totals = report["totals"]
@@ -78,3 +124,99 @@ def test_fact_quality_benchmark_smoke(tmp_path: Path) -> None:
     assert report["correct"] <= report["facts"]
     assert 0 <= report["precision"] <= 1 and 0 <= report["recall"] <= 1
     assert "precision" in result.stdout
+
+
+def test_ingest_benchmark_smoke(tmp_path: Path) -> None:
+    # An absent dataset: the synthetic LoCoMo-shaped sample (the locomo test reads the
+    # dataset when it is there), through the same ingest path.
+    absent = tmp_path / "absent.json"
+    result, report = run_smoke("ingest", tmp_path, 180, "--dataset", str(absent))
+    assert report["dataset"] == "synthetic (dataset absent)"
+    assert report["conversations"] == 1 and report["sessions"] == 2 and report["turns"] == 20
+    assert report["windows"]["stored"] > 0 and report["facts"] > 0 and report["jobs"] > 0
+    for key, value in report["seconds"].items():
+        assert number(value) >= 0, key
+    assert number(report["seconds"]["embedding"]) > 0
+    assert number(report["throughput_per_s"]["turns"]) > 0
+    assert number(report["overhead_vs_embedding"]) >= 0
+    assert "database+pipeline / embedding" in result.stdout
+
+
+def test_locomo_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("locomo", tmp_path, 240)
+    assert report["conversations"] == 1
+    assert report["ingest"]["turns"] > 0 and report["ingest"]["facts"] > 0
+    overall = report["fused"]["overall"]
+    assert overall["scored"] > 0
+    for k in (1, 10, 60):
+        assert 0 <= number(overall[f"recall@{k}"]) <= 1
+    # Limit 60 over two sessions' memories and facts: some evidence must be found.
+    assert overall["recall@60"] > 0
+    passes = {"fused", "windows_dense", "facts_dense", "keyword", "fused_expand"}
+    assert passes <= set(report["ablations"]), report["ablations"].keys()
+    latency = report["latency_ms"]
+    assert latency["searches"] == overall["questions"]
+    assert number(latency["total_ms"]["p50"]) > 0 and number(latency["sql_ms"]["p50"]) > 0
+    assert report["llm"]["status"] == "skipped"
+    assert "## Lane ablations" in result.stdout
+
+
+def test_mcp_tokens_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("mcp_tokens", tmp_path, 120)
+    profiles = report["profiles"]
+    assert "full" in profiles and len(profiles) > 1
+    for name, row in profiles.items():
+        assert row["tools"] == len(row["names"]) > 0, name
+        assert number(row["tokens_estimate"]) > 0 and row["chars"] > row["tokens_estimate"]
+    assert max(row["tools"] for row in profiles.values()) == profiles["full"]["tools"]
+    assert "per tool" in result.stdout
+
+
+def test_rerank_benchmark_smoke(tmp_path: Path) -> None:
+    _, report = run_smoke("rerank", tmp_path, 180)
+    rows = {row["name"]: row for row in report["results"]}
+    assert set(rows) == {"tiny-causal", "tiny-cross-encoder"}
+    for name, row in rows.items():
+        assert row["requests"] == 3 and row["candidates"] == 8, name
+        for mode in ("direct", "http"):
+            assert number(row[mode]["p50_ms"]) > 0 and number(row[mode]["pairs_per_s"]) > 0
+            assert row[mode]["p95_ms"] >= row[mode]["p50_ms"], (name, mode)
+    assert rows["tiny-causal"]["kind"] == "causal"
+    assert rows["tiny-cross-encoder"]["kind"] == "cross-encoder"
+
+
+def test_rerank_search_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("rerank_search", tmp_path, 240)
+    assert report["notes"] == 30 and report["queries"] == 5
+    # Every search with reranking on was reordered by the server, none fell back to RRF.
+    assert report["reranked"] == report["queries"], result.stdout
+    for mode in ("off", "on"):
+        assert number(report["search_ms"][mode]["p50"]) > 0
+
+
+def test_startup_benchmark_smoke(tmp_path: Path) -> None:
+    _, report = run_smoke("startup", tmp_path, 120)
+    assert report["runs"] == 1
+    seconds = report["seconds"]
+    for key in ("cold_open_s", "warm_open_s", "adopt_open_s", "server_warm_start_s"):
+        assert number(seconds[key]["median"]) > 0, key
+    # initdb and the migrations make the first open the slow one.
+    assert seconds["cold_open_s"]["median"] > seconds["warm_open_s"]["median"]
+
+
+def test_faults_benchmark_smoke(tmp_path: Path) -> None:
+    # The slowest smoke: six app starts and the 30 s lease of a job killed mid-run.
+    result, report = run_smoke("faults", tmp_path, 480)
+    for scenario in ("kill_app", "kill_postmaster", "sigterm_shutdown"):
+        row = report[scenario]
+        assert row["acknowledged"] == row["present"] > 0, (scenario, row)
+        assert row["duplicate_texts"] == 0 and row["duplicate_facts"] == 0, (scenario, row)
+    assert number(report["kill_app"]["recovery_s"]) > 0
+    assert number(report["kill_postmaster"]["recovery_s"]) > 0
+    extraction = report["kill_during_extraction"]
+    assert extraction["jobs_left"] == 0 and extraction["jobs_failed"] == 0, extraction
+    assert extraction["jobs_done"] > 0 and extraction["duplicate_facts"] == 0, extraction
+    assert number(extraction["drained_after_kill_s"]) > 0
+    sigterm = report["sigterm_shutdown"]
+    assert sigterm["postgres_left_running"] is False and number(sigterm["shutdown_s"]) > 0
+    assert "kill_during_extraction:" in result.stdout

@@ -19,13 +19,18 @@ from app.db import Database
 from app.providers.llm import LLMError
 from app.services.audit import digest
 from app.services.commit import NoteIn, commit_note
-from app.services.erasure import names_pattern
+from app.services.erasure import EraseIn, erase, names_pattern
+from app.services.graph import operations as ops
+from app.services.graph import reads
 from app.services.graph.age import graph_name
+from app.services.graph.models import RecordIn
+from app.services.graph.transfer import migrate_graph
 from app.services.jobs import drain
 from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM
+from tests.graph_backends import with_backend
 
 Client = TestClient  # type: ignore[type-arg]
 
@@ -218,11 +223,21 @@ def tenant_rows(db: Database, tenant: str) -> dict[str, int]:
             ).fetchone()
             counts[table] = row[0] if row else 0
         for label in ("_ag_label_vertex", "_ag_label_edge"):
-            row = conn.execute(
-                sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(graph_name(tenant), label))
-            ).fetchone()
+            table = sql.Identifier(graph_name(tenant), label)
+            there = conn.execute("SELECT to_regclass(%s)", (table.as_string(conn),)).fetchone()
+            if there is None or there[0] is None:
+                continue  # no AGE graph (the relational backend keeps it in kg_* tables)
+            row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone()
             counts[label] = row[0] if row else 0
     return counts
+
+
+def graph_tables(elephant: Elephant, tenant: str) -> str:
+    """Where the tenant's graph rows are, as scan() names tables: its AGE graph's schema,
+    or the relational backend's entity table."""
+    store = elephant.graph
+    assert store is not None
+    return f"{graph_name(tenant)}." if store.backend == "age" else "public.kg_entities"
 
 
 @pytest.fixture(scope="module")
@@ -258,7 +273,7 @@ def test_subject_erasure_leaves_no_canary_anywhere(
         "public.fact_entities",
     ):
         assert table in planted, f"the canary was not planted in {table}"
-    assert any(table.startswith(f"{graph_name(tenant)}.") for table in planted)
+    assert any(table.startswith(graph_tables(elephant, tenant)) for table in planted)
     b_rows = tenant_rows(elephant.db, OTHER)
 
     body = {"subject": CANARY, "aliases": [ALIAS]}
@@ -343,11 +358,15 @@ def test_tenant_erasure_leaves_nothing_and_the_tenant_starts_again(
     assert of_tenant(found, OTHER) == of_tenant(other, OTHER)
     assert tenant_rows(elephant.db, OTHER) == b_rows
     assert report["removed"]["tenants"] == 1 and report["removed"]["api_keys"] == 1
-    assert report["removed"]["graphs"] == 1
-    assert report["graph"]["schema_dropped"] is True and report["graph"]["vertices"] >= 3
+    age = elephant.graph is not None and elephant.graph.backend == "age"
+    assert report["removed"]["graphs"] == (1 if age else 0)
+    assert "kg_entities" not in report["removed"], "graph rows are reported as vertices"
+    assert report["graph"]["schema_dropped"] is age and report["graph"]["vertices"] >= 3
     with elephant.db.admin_connection() as conn:
         graph = conn.execute(
-            "SELECT 1 FROM ag_catalog.ag_graph WHERE name = %s", (graph_name(tenant),)
+            "SELECT 1 FROM graphs WHERE tenant_id = %s UNION ALL "
+            "SELECT 1 FROM kg_entities WHERE tenant_id = %s",
+            (tenant, tenant),
         ).fetchone()
         audit = conn.execute(
             "SELECT target, detail FROM audit_log WHERE tenant_id = %s AND action = 'erase'",
@@ -652,3 +671,46 @@ def test_cli_erase_dry_run_and_confirmation(
     two = runner.invoke(main, [*args, "--source", "chat"], env=env)
     assert two.exit_code == 1 and "one kind of target" in two.output
     assert snapshot(elephant.db, tenant) == before
+
+
+# ------------------------------------------------------------------ the relational graph
+
+
+def test_erasure_reaches_the_relational_graph_and_a_copy_left_in_age(
+    elephant: Elephant, other: Scan
+) -> None:
+    """On the relational backend a subject's entities and relations go, and so does the
+    copy an earlier `elephant graph migrate` left in the other backend."""
+    relational = with_backend(elephant, "relational")
+    tenant = "canary-rel"
+    ops.record(relational, tenant, RecordIn.model_validate(REEF_GRAPH))
+    copies = 1
+    capabilities = elephant.db.capabilities
+    if capabilities is not None and capabilities.age:
+        migrate_graph(elephant, "age", tenant)
+        copies = 2
+    assert of_tenant(scan(elephant.db), tenant)
+
+    report = erase(relational, tenant, EraseIn(subject=CANARY, aliases=[ALIAS]))
+    assert (report.graph.vertices, report.graph.edges) == (copies, copies)
+    found = scan(elephant.db)
+    assert_gone(found, tenant)
+    assert of_tenant(found, OTHER) == of_tenant(other, OTHER)
+    graph = reads.open_nodes(relational, tenant, ["Reefwatch", CANARY])
+    assert graph.missing == [CANARY]
+    (reefwatch,) = graph.entities
+    assert reefwatch.relations == []
+    assert [o.content for o in reefwatch.observations] == ["Runs coral surveys in the Algarve"]
+
+    whole = erase(relational, tenant, EraseIn(tenant=True))
+    assert (whole.graph.vertices, whole.graph.edges) == (copies, 0)  # Reefwatch, per backend
+    assert "kg_entities" not in whole.removed and "kg_relations" not in whole.removed
+    assert whole.total == sum(whole.removed.values()) + whole.graph.vertices
+    with elephant.db.admin_connection() as conn:
+        left = conn.execute(
+            "SELECT (SELECT count(*) FROM kg_entities WHERE tenant_id = %(t)s) "
+            "+ (SELECT count(*) FROM kg_relations WHERE tenant_id = %(t)s) "
+            "+ (SELECT count(*) FROM graphs WHERE tenant_id = %(t)s)",
+            {"t": tenant},
+        ).fetchone()
+    assert left == (0,)

@@ -12,7 +12,7 @@ from app.db.embedded import EmbeddedPostgres
 from app.errors import DatabaseUnavailable
 from app.providers.embedder import Embedder
 from app.services.runtime import Elephant
-from tests.conftest import make_settings
+from tests.conftest import MANAGED, make_settings
 
 
 def test_external_url_migrates_and_runs_as_the_app_role(
@@ -44,22 +44,27 @@ def test_unreachable_external_database_is_a_clear_error(tmp_path: Path) -> None:
         db.open()
 
 
+@pytest.mark.parametrize("backend", ["age", "relational"])
 def test_external_mode_keeps_a_graph_as_the_app_role(
     pg_server: EmbeddedPostgres,
     tmp_path: Path,
     new_database: Callable[..., str],
     embedder: Embedder,
+    backend: str,
 ) -> None:
     from app.services.graph import operations, reads
     from app.services.graph.models import EntityIn, RecordIn, RelationIn
 
-    name = new_database("external_graph", empty=True)
+    if backend == "age" and MANAGED:
+        pytest.skip("ELEPHANT_TEST_MANAGED=1 builds databases without Apache AGE")
+    name = new_database(f"external_graph_{backend}", empty=True)
     url = f"postgresql://postgres@/{name}?host={pg_server.socket_dir}&port={pg_server.port}"
-    settings = make_settings(tmp_path, database={"url": url})
+    settings = make_settings(tmp_path, database={"url": url}, graph={"backend": backend})
     db = Database(settings)
     db.open()
     elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
     try:
+        assert elephant.graph is not None and elephant.graph.backend == backend
         operations.record(
             elephant,
             "ext",
@@ -74,7 +79,10 @@ def test_external_mode_keeps_a_graph_as_the_app_role(
         node = reads.open_nodes(elephant, "ext", ["ledger"]).entities[0]
         assert node.relations[0].target == "Clock"
         assert node.observations[0].content == "Balances every night"
+        hood = reads.neighbourhood(elephant, "ext", "clock", hops=2)
+        assert {n.name for n in hood.nodes} == {"Clock", "Ledger"}
         with db.tenant("ext") as conn:
             assert conn.execute("SELECT current_user").fetchone() == ("elephant_app",)
+        assert reads.open_nodes(elephant, "other", ["ledger"]).entities == []
     finally:
         db.close()

@@ -1,6 +1,7 @@
 """The knowledge graph: vocabulary, atomic record, decisions, revise, bounded reads.
 
-Real embedded Postgres with Apache AGE, the real embedding model; nothing mocked.
+Real embedded Postgres, the real embedding model; nothing mocked. Every test runs
+on both backends (Apache AGE and the relational tables: tests/graph_backends.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from app.errors import InvalidInput
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph import vocabulary as vocab
+from app.services.graph.backend import Backend
 from app.services.graph.models import (
     DecisionIn,
     EntitiesDeleted,
@@ -29,7 +31,15 @@ from app.services.graph.models import (
     RelationsDeleted,
     ReviseIn,
 )
+from app.services.health import health
 from app.services.runtime import Elephant
+from tests.graph_backends import (
+    ENTITY_ROWS,
+    RELATION_ROWS,
+    graph_backend_fixture,  # noqa: F401 (the module runs on both graph backends)
+    settings_fixture,  # noqa: F401
+    views_read,
+)
 
 
 def _entities(elephant: Elephant, tenant: str) -> dict[str, EntitySummary | GraphNode]:
@@ -130,11 +140,11 @@ def test_record_creates_entities_relations_observations(elephant: Elephant) -> N
 
 def _counts(elephant: Elephant, tenant: str) -> dict[str, int]:
     """Entities, relations (by type), observation facts (by status) and their links."""
+    store = elephant.graph
+    assert store is not None
     with elephant.db.tenant(tenant) as conn:
+        graph = store.counts(conn, tenant)
         queries = {
-            "entities": "SELECT count(*) FROM graph_entities",
-            "relations": "SELECT count(*) FROM graph_relations",
-            "supersedes": "SELECT count(*) FROM graph_relations WHERE relation = 'supersedes'",
             "observations": "SELECT count(*) FROM facts WHERE observation_kind IS NOT NULL",
             "active": "SELECT count(*) FROM facts WHERE status = 'active'",
             "links": "SELECT count(*) FROM fact_entities",
@@ -144,7 +154,16 @@ def _counts(elephant: Elephant, tenant: str) -> dict[str, int]:
             row = conn.execute(query).fetchone()
             assert row is not None
             counts[name] = int(row[0])
+    per_type = {name: c.current + c.closed for name, c in graph.relations.items()}
+    counts["entities"] = graph.entities
+    counts["relations"] = sum(per_type.values())
+    counts["supersedes"] = per_type.get("supersedes", 0)
     return counts
+
+
+def test_the_backend_in_use(elephant: Elephant, graph_backend: Backend) -> None:
+    assert elephant.graph is not None and elephant.graph.backend == graph_backend
+    assert health(elephant.db).database.graph == graph_backend
 
 
 def _seed(elephant: Elephant, tenant: str) -> None:
@@ -419,7 +438,7 @@ def test_decision_keeps_rejected_alternatives_as_separate_observations(
     assert current == [("because", 1), ("decided", 1), ("rejected", 2)]
 
 
-def test_decision_supersedes_an_earlier_one(elephant: Elephant) -> None:
+def test_decision_supersedes_an_earlier_one(elephant: Elephant, graph_backend: Backend) -> None:
     tenant = "decisions-next"
     first = DecisionIn(
         name="Queue v1", decided="Use Redis for jobs", because="Fast", rejected=["Kafka"]
@@ -457,7 +476,7 @@ def test_decision_supersedes_an_earlier_one(elephant: Elephant) -> None:
             "ORDER BY f.observation_kind"
         ).fetchall()
         view = conn.execute(
-            "SELECT name, valid_to IS NOT NULL FROM graph_entities ORDER BY name"
+            f"SELECT name, valid_to IS NOT NULL FROM {ENTITY_ROWS[graph_backend]} ORDER BY name"
         ).fetchall()
     assert statuses == [
         ("because", "superseded", True),
@@ -574,6 +593,7 @@ def test_closed_relations_are_hidden_from_reads(elephant: Elephant) -> None:
         elephant, tenant, [RelationIn(source="Postgres", relation_type="enables", target="AGE")]
     )
     store = elephant.graph
+    assert store is not None
     with elephant.db.tenant(tenant) as conn:
         closed = store.invalidate_relations(
             conn, tenant, [("age", "part_of", "postgres")], "2030-01-01T00:00:00+00:00"
@@ -754,7 +774,9 @@ HOSTILE = [
 ]
 
 
-def test_hostile_names_and_observations_are_stored_literally(elephant: Elephant) -> None:
+def test_hostile_names_and_observations_are_stored_literally(
+    elephant: Elephant, graph_backend: Backend
+) -> None:
     tenant = "hostile"
     _seed(elephant, tenant)
     ops.record(
@@ -790,7 +812,7 @@ def test_hostile_names_and_observations_are_stored_literally(elephant: Elephant)
     counts = _counts(elephant, tenant)
     assert (counts["entities"], counts["relations"]) == (len(HOSTILE) + 2, len(HOSTILE))
     with elephant.db.tenant(tenant) as conn:
-        names = {row[0] for row in conn.execute("SELECT name FROM graph_entities")}
+        names = {row[0] for row in conn.execute(f"SELECT name FROM {ENTITY_ROWS[graph_backend]}")}
         tables = conn.execute("SELECT to_regclass('facts'), to_regclass('memories')").fetchone()
     assert names == {*HOSTILE, "Postgres", "AGE"}
     assert tables == ("facts", "memories")
@@ -801,7 +823,7 @@ def test_hostile_names_and_observations_are_stored_literally(elephant: Elephant)
 # ------------------------------------------------------------------ tenants
 
 
-def test_tenants_do_not_see_each_others_graph(elephant: Elephant) -> None:
+def test_tenants_do_not_see_each_others_graph(elephant: Elephant, graph_backend: Backend) -> None:
     a, b = "iso-a", "iso-b"
     ops.record(
         elephant,
@@ -834,34 +856,38 @@ def test_tenants_do_not_see_each_others_graph(elephant: Elephant) -> None:
     assert ops.delete_entities(elephant, b, ["Alice"]).entities_deleted == 0
     assert reads.open_nodes(elephant, a, ["Alice"]).entities[0].relations_total == 1
 
+    entities, relations = ENTITY_ROWS[graph_backend], RELATION_ROWS[graph_backend]
+
     def view(conn: Any, name: str) -> set[tuple[Any, ...]]:
         return {tuple(row) for row in conn.execute(f"SELECT tenant_id, name FROM {name}")}
 
     with elephant.db.tenant(b) as conn:
-        assert view(conn, "graph_entities") == {(b, "Bob")}
-        assert conn.execute("SELECT count(*) FROM graph_relations").fetchone() == (0,)
+        assert view(conn, entities) == {(b, "Bob")}
+        assert conn.execute(f"SELECT count(*) FROM {relations}").fetchone() == (0,)
         assert conn.execute("SELECT text FROM current_facts").fetchall() == [("Public",)]
     with elephant.db.tenant(a) as conn:
-        assert view(conn, "graph_entities") == {(a, "Secret project"), (a, "Alice")}
+        assert view(conn, entities) == {(a, "Secret project"), (a, "Alice")}
     with elephant.db.connection() as conn:  # the app role with no tenant sees nothing
-        assert conn.execute("SELECT count(*) FROM graph_entities").fetchone() == (0,)
+        assert conn.execute(f"SELECT count(*) FROM {entities}").fetchone() == (0,)
         conn.rollback()
     with elephant.db.admin_connection() as conn:  # the superuser sees every tenant
         rows = conn.execute(
-            "SELECT tenant_id, name FROM graph_entities WHERE tenant_id IN (%s, %s)", (a, b)
+            f"SELECT tenant_id, name FROM {entities} WHERE tenant_id IN (%s, %s)", (a, b)
         ).fetchall()
-        relations = conn.execute(
-            "SELECT tenant_id, source, relation, target FROM graph_relations "
+        found = conn.execute(
+            f"SELECT tenant_id, source, relation, target FROM {relations} "
             "WHERE tenant_id IN (%s, %s)",
             (a, b),
         ).fetchall()
     assert set(rows) == {(a, "Secret project"), (a, "Alice"), (b, "Bob")}
-    assert relations == [(a, "Alice", "uses", "Secret project")]
+    assert found == [(a, "Alice", "uses", "Secret project")]
 
 
-def test_analyst_view_columns(elephant: Elephant) -> None:
+def test_analyst_view_columns(elephant: Elephant, graph_backend: Backend) -> None:
     tenant = "views"
     _seed(elephant, tenant)
+    with elephant.db.tenant(tenant) as conn:
+        assert views_read(conn, graph_backend), "the analyst views miss this backend's rows"
     expected = {
         "graph_entities": {"name", "role", "domain", "epistemic", "valid_from", "valid_to",
                            "tenant_id"},

@@ -1,4 +1,5 @@
-"""The knowledge-graph endpoints over HTTP (Litestar TestClient), real database and embedder."""
+"""The knowledge-graph endpoints over HTTP (Litestar TestClient), real database and embedder,
+on both graph backends (tests/graph_backends.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ from litestar.testing import TestClient
 from app.config import Settings
 from app.services.runtime import Elephant
 from tests.conftest import api_client
+from tests.graph_backends import (
+    graph_backend_fixture,  # noqa: F401 (the module runs on both graph backends)
+    settings_fixture,  # noqa: F401
+)
 
 Client = TestClient  # type: ignore[type-arg]
 

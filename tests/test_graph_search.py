@@ -1,18 +1,30 @@
-"""Entities from ingest and the graph lane of hybrid search, on the real stack."""
+"""Entities from ingest and the graph lane of hybrid search, on the real stack and on both
+graph backends (tests/graph_backends.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import psycopg
+import pytest
 from psycopg import sql
 
+from app.errors import CapabilityMissing
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.age import graph_name
+from app.services.graph.backend import Backend
 from app.services.graph.linking import query_candidates
 from app.services.graph.models import EntityIn, RecordIn, RelationIn, ReviseIn
+from app.services.health import health
 from app.services.runtime import Elephant
 from app.services.search import SearchRequest, search
+from tests.graph_backends import (
+    graph_backend_fixture,  # noqa: F401 (the module runs on both graph backends)
+    settings_fixture,  # noqa: F401
+    with_backend,
+)
 
 CONVERSATION = {
     "session_date": "1:56 pm on 8 May, 2023",
@@ -52,15 +64,18 @@ def test_ingest_upserts_speakers_and_names_and_links_facts(elephant: Elephant) -
     assert again.source == "record" and again.entity_type == "person"
 
 
-def test_a_graph_failure_never_loses_the_facts(elephant: Elephant) -> None:
+def test_a_graph_failure_never_loses_the_facts(elephant: Elephant, graph_backend: Backend) -> None:
     tenant = "graph-fault"
+    assert elephant.graph is not None
     elephant.graph.ensure(tenant)
-    schema = sql.Identifier(graph_name(tenant))
     role = sql.Identifier(elephant.settings.database.app_role)
+    tables: sql.Composable
+    if graph_backend == "age":
+        tables = sql.SQL("ALL TABLES IN SCHEMA {}").format(sql.Identifier(graph_name(tenant)))
+    else:
+        tables = sql.SQL("TABLE kg_entities, kg_relations")
     with elephant.db.admin_connection() as admin:
-        admin.execute(
-            sql.SQL("REVOKE INSERT ON ALL TABLES IN SCHEMA {} FROM {}").format(schema, role)
-        )
+        admin.execute(sql.SQL("REVOKE INSERT ON {} FROM {}").format(tables, role))
     try:
         result = commit_note(
             elephant,
@@ -76,9 +91,7 @@ def test_a_graph_failure_never_loses_the_facts(elephant: Elephant) -> None:
         assert links is not None and links[0] == 0  # the linking savepoint rolled back alone
     finally:
         with elephant.db.admin_connection() as admin:
-            admin.execute(
-                sql.SQL("GRANT INSERT ON ALL TABLES IN SCHEMA {} TO {}").format(schema, role)
-            )
+            admin.execute(sql.SQL("GRANT INSERT ON {} TO {}").format(tables, role))
 
 
 def _position(elephant: Elephant, tenant: str, query: str, needle: str, graph: int) -> int:
@@ -146,28 +159,28 @@ def test_fact_entities_follow_row_level_security(elephant: Elephant) -> None:
     assert isinstance(psycopg.__version__, str)
 
 
-def test_without_age_graph_calls_answer_503_and_search_has_no_graph_lane(
-    elephant: Elephant,
-) -> None:
-    from dataclasses import replace
-
-    import pytest
-
-    from app.errors import CapabilityMissing
-
+def test_on_a_server_without_age(elephant: Elephant, graph_backend: Backend) -> None:
+    """graph.backend age answers 503 and search has no graph lane; auto and relational
+    keep the graph in tables; health says which."""
     detected = elephant.db.capabilities
-    assert detected is not None and detected.age
+    assert detected is not None
     installed = {k: v for k, v in detected.installed.items() if k != "age"}
     elephant.db.capabilities = replace(detected, installed=installed)  # as detected on a plain PG
     try:
+        age = with_backend(elephant, "age")
         with pytest.raises(CapabilityMissing, match="Apache AGE") as caught:
-            reads.search_nodes(elephant, "lane", "Project Atlas")
+            reads.search_nodes(age, "lane", "Project Atlas")
         assert caught.value.status_code == 503
+        assert "graph.backend" in caught.value.message
         with pytest.raises(CapabilityMissing):
-            ops.record(elephant, "lane", RecordIn(entities=[EntityIn(name="X")]))
-        result = search(elephant, "lane", SearchRequest(query="Project Atlas", explain=True))
+            ops.record(age, "lane", RecordIn(entities=[EntityIn(name="X")]))
+        result = search(age, "lane", SearchRequest(query="Project Atlas", explain=True))
         assert result.explain is not None and result.explain.lanes["graph"] == 0
         assert result.hits  # the other lanes still answer
+        auto = with_backend(elephant, "auto")
+        assert auto.graph is not None and auto.graph.backend == "relational"
+        expected = "relational" if graph_backend == "relational" else "unavailable"
+        assert health(elephant.db).database.graph == expected
     finally:
         elephant.db.capabilities = detected
 
@@ -184,7 +197,7 @@ def test_empty_batches_are_a_clear_invalid_input(elephant: Elephant) -> None:
         ops.invalidate_observations(elephant, "lane", [])
 
 
-def test_stats_count_the_graph(elephant: Elephant) -> None:
+def test_stats_count_the_graph(elephant: Elephant, graph_backend: Backend) -> None:
     from app.services.stats import RelationCounts, StatsGraph, stats
 
     tenant = "graph-stats"
@@ -206,10 +219,11 @@ def test_stats_count_the_graph(elephant: Elephant) -> None:
     )
     graph = stats(elephant, tenant).graph
     assert graph.available is True and graph.entities == 2
+    assert graph.backend == graph_backend
     assert graph.relations == {"supersedes": RelationCounts(current=1, closed=0)}
     assert graph.observations == 0  # the old API's observation was superseded
     assert stats(elephant, "no-graph-here").graph == StatsGraph(
-        available=True, entities=0, relations={}, observations=0
+        available=True, backend=graph_backend, entities=0, relations={}, observations=0
     )
 
 

@@ -22,6 +22,7 @@ from app.services.graph import operations
 from app.services.graph.age import graph_name
 from app.services.graph.models import RecordIn
 from app.services.runtime import Elephant
+from tests.conftest import needs_age
 
 ELEPHANT = str(Path(sys.executable).parent / "elephant")
 
@@ -74,6 +75,7 @@ def cypher(conn: Connection, graph: str, query: str) -> list[Any]:
     return conn.execute(statement).fetchall()
 
 
+@needs_age  # AGE graph schemas; kg_* isolation: tests/test_graph_relational.py
 def test_another_tenants_graph_tables_show_no_rows(db: Database, graphs: dict[str, str]) -> None:
     b = graphs["iso-b"]
     tables = graph_tables(db, b)
@@ -90,6 +92,7 @@ def test_another_tenants_graph_tables_show_no_rows(db: Database, graphs: dict[st
     assert set(as_nobody.values()) == {0}, as_nobody
 
 
+@needs_age  # AGE graph schemas; kg_* isolation: tests/test_graph_relational.py
 def test_cypher_cannot_read_or_change_another_tenants_graph(
     db: Database, graphs: dict[str, str]
 ) -> None:
@@ -112,6 +115,7 @@ def test_cypher_cannot_read_or_change_another_tenants_graph(
     assert names == ['"iso-b key"', '"iso-b vault"']
 
 
+@needs_age  # AGE graph schemas; kg_* isolation: tests/test_graph_relational.py
 def test_analyst_views_and_elephant_sql_see_one_tenant(
     settings: Settings, db: Database, graphs: dict[str, str]
 ) -> None:
@@ -172,6 +176,7 @@ def test_the_worker_role_reads_no_tenant_data(db: Database) -> None:
             conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(sql.Identifier(table)))
 
 
+@needs_age  # AGE graph schemas; kg_* isolation: tests/test_graph_relational.py
 def test_deleting_a_tenant_drops_its_graph_for_good(
     elephant: Elephant, db: Database, graphs: dict[str, str]
 ) -> None:

@@ -20,7 +20,7 @@ from app.services.search import (
     statement,
     statement_params,
 )
-from tests.conftest import api_client
+from tests.conftest import MANAGED, api_client, needs_bm25
 
 Client = TestClient  # type: ignore[type-arg]
 T = "searcher"
@@ -142,6 +142,7 @@ def test_as_of_hides_a_superseded_fact_and_include_expired_shows_it(seeded: Elep
     assert any("Berlin" in h.text for h in in_2025) and not any("Paris" in h.text for h in in_2025)
 
 
+@needs_bm25
 def test_keyword_lane_with_bm25_and_with_tsvector(seeded: Elephant, settings: Settings) -> None:
     lanes = {"windows": 0, "facts": 0, "keyword": 10}
     bm25 = search(seeded, T, SearchRequest(query="zymurgy", lanes=lanes, explain=True))
@@ -214,6 +215,7 @@ def test_recency_prior_lifts_newer_memories(seeded: Elephant, settings: Settings
     assert recent[0].id == newest.id
 
 
+@needs_bm25
 def test_every_lane_uses_its_index(seeded: Elephant) -> None:
     variants = ["What did Melanie paint?", "Melanie"]
     vectors = seeded.embedder.embed_queries(variants)
@@ -300,7 +302,8 @@ def test_stats(client: Client) -> None:
     assert body["facts"]["by_status"]["superseded"] >= 1
     assert body["turns"] == 3 and body["conversations"] == 1
     names = {index["name"] for index in body["storage"]["indexes"]}
-    assert {"memories_embedding_hnsw", "facts_text_bm25"} <= names
+    keyword_index = "facts_tsv_gin" if MANAGED else "facts_text_bm25"
+    assert {"memories_embedding_hnsw", keyword_index} <= names
     assert all(index["valid"] for index in body["storage"]["indexes"])
 
 

@@ -9,6 +9,7 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from app.api.access import READ
+from app.db.replicas import Consistency
 from app.services.proactive import ProactiveIn, Suggestions, proactive
 from app.services.reflect import ReflectIn, Reflection, reflect
 from app.services.runtime import Elephant
@@ -34,6 +35,13 @@ class SearchController(Controller):
         source: Annotated[str | None, Parameter(description="Only this source.")] = None,
         expand: Annotated[bool | None, Parameter(description="Add query variants.")] = None,
         explain: Annotated[bool, Parameter(description="Add timings and lane details.")] = False,
+        consistency: Annotated[
+            Consistency,
+            Parameter(
+                description="replica (default): a read replica may answer, possibly lagging; "
+                "primary: see every committed write, e.g. your own just before."
+            ),
+        ] = "replica",
     ) -> SearchResponse:
         body = SearchRequest(
             query=q,
@@ -41,6 +49,7 @@ class SearchController(Controller):
             expand=expand,
             explain=explain,
             filters=SearchFilters(source=source),
+            consistency=consistency,
         )
         return search(elephant, tenant, body).response()
 

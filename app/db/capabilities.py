@@ -10,6 +10,10 @@ from app.errors import CapabilityMissing
 
 MIN_SERVER_VERSION = 150000
 OPTIONAL_EXTENSIONS = ("age", "pg_textsearch", "vectorscale")
+# Those database.optional_extensions decides on: without both, the managed-Postgres mode
+# (pgvector only, as on RDS, Cloud SQL, Supabase, Neon).
+CONFIGURABLE = ("age", "pg_textsearch")
+NOT_WANTED = "not created: database.optional_extensions leaves it out (managed-Postgres mode)"
 
 
 @dataclass(frozen=True)
@@ -33,12 +37,19 @@ class Capabilities:
         """True BM25 (pg_textsearch) is usable; otherwise the keyword lane uses tsvector."""
         return "pg_textsearch" in self.installed
 
-    def report(self) -> dict[str, object]:
-        """Per extension: installed version, or why it is not in use."""
+    def report(self, wanted: tuple[str, ...] | None = None) -> dict[str, object]:
+        """Per extension: installed version, or why it is not in use. ``wanted``: the
+        optional extensions the migrations were asked to create (database.optional_extensions);
+        one left out is absent by choice (the managed-Postgres mode), not for want of rights."""
         report: dict[str, object] = {}
         for name in ("vector", *OPTIONAL_EXTENSIONS):
             if name in self.installed:
                 report[name] = {"installed": True, "version": self.installed[name]}
+            elif wanted is not None and name in CONFIGURABLE and name not in wanted:
+                left_out: dict[str, object] = {"installed": False, "note": NOT_WANTED}
+                if name in self.available:
+                    left_out["available_version"] = self.available[name]
+                report[name] = left_out
             elif name in self.available:
                 report[name] = {
                     "installed": False,
@@ -48,6 +59,12 @@ class Capabilities:
             else:
                 report[name] = {"installed": False, "note": "not available on this server"}
         return report
+
+    @property
+    def managed(self) -> bool:
+        """Neither AGE nor pg_textsearch: the app runs as on a managed Postgres service
+        (keyword lane on tsvector; the graph, if any, without AGE)."""
+        return not (self.age or self.textsearch)
 
     def require_pgvector(self) -> None:
         if self.server_version_num < MIN_SERVER_VERSION:
@@ -72,14 +89,16 @@ def _why_not_installed(name: str, preloaded: tuple[str, ...]) -> str:
 
 
 def detect(conn: psycopg.Connection[tuple[object, ...]]) -> Capabilities:
+    # shared_preload_libraries through pg_settings: a role without pg_read_all_settings (the
+    # owner of a database on a managed service may be one) gets no row instead of an error.
     row = conn.execute(
         "SELECT current_setting('server_version'), current_setting('server_version_num')::int, "
-        "current_setting('shared_preload_libraries')"
+        "(SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries')"
     ).fetchone()
     assert row is not None
     installed = conn.execute("SELECT extname, extversion FROM pg_extension").fetchall()
     available = conn.execute("SELECT name, default_version FROM pg_available_extensions").fetchall()
-    preloaded = tuple(lib.strip() for lib in str(row[2]).split(",") if lib.strip())
+    preloaded = tuple(lib.strip() for lib in str(row[2] or "").split(",") if lib.strip())
     return Capabilities(
         server_version=str(row[0]),
         server_version_num=int(str(row[1])),

@@ -1,7 +1,8 @@
 """Schema migrations through alembic, driven from code (``elephant migrate``).
 
-The schema depends on settings (embedding dimension and model, the app role), so
-those travel to the migration scripts in ``Config.attributes``.
+The schema depends on settings (embedding dimension and model, the roles, the
+optional extensions to create), so those travel to the migration scripts in
+``Config.attributes``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from alembic.script import ScriptDirectory
 
 from app.db.resources import migrations_dir
 
+# What the migrations create besides pgvector when the server has them; the same default
+# as database.optional_extensions, so a caller that does not say keeps today's schema.
+DEFAULT_OPTIONAL_EXTENSIONS = ("age", "pg_textsearch")
+
 
 @dataclass(frozen=True)
 class SchemaParams:
@@ -26,6 +31,8 @@ class SchemaParams:
     embedding_model: str
     app_role: str
     worker_role: str = "elephant_worker"
+    # () is the managed-Postgres mode: pgvector only, as on RDS, Cloud SQL, Supabase, Neon.
+    optional_extensions: tuple[str, ...] = DEFAULT_OPTIONAL_EXTENSIONS
 
 
 def _alembic_config() -> Config:
@@ -56,6 +63,7 @@ def _run(conninfo: str, params: SchemaParams, action: str, target: str) -> None:
             embedding_model=params.embedding_model,
             app_role=params.app_role,
             worker_role=params.worker_role,
+            optional_extensions=tuple(params.optional_extensions),
         )
         if action == "upgrade":
             command.upgrade(config, target)

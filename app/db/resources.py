@@ -10,6 +10,10 @@ slot), less the fragment's header comment, indented like the slot. So a filter t
 several statements share is written once (sql/memory_filters.sql,
 sql/fact_filters.sql) and the statement the database plans is the same as if it
 had been pasted in by hand: no function call, no migration.
+
+``sql/objects/`` holds the *re-applied* objects: the current definition of views,
+functions and comments, run in file-name order after every upgrade to head (see
+migrations/README.md). Migrations never read files from here or anywhere else.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 
 _SLOT = re.compile(r"^(?P<indent>[ \t]*)\{(?P<name>[a-z_]+)\}[ \t]*$", re.MULTILINE)
 _MAX_DEPTH = 4  # a fragment may hold slots, a few levels deep; deeper is a cycle
+OBJECTS_DIR = "objects"
 
 
 def _package_dir(package: str) -> Path:
@@ -34,6 +39,19 @@ def migrations_dir() -> Path:
 
 def sql_dir() -> Path:
     return _package_dir("app.sql")
+
+
+def object_files() -> list[Path]:
+    """``sql/objects/*.sql`` in the order they are applied: by name (``10_...`` first).
+
+    None found is an error, not an empty list: a package built without them would
+    silently keep the views as an old migration made them."""
+    found = sorted((sql_dir() / OBJECTS_DIR).glob("*.sql"), key=lambda path: path.name)
+    if not found:
+        raise FileNotFoundError(
+            f"no SQL objects in {sql_dir() / OBJECTS_DIR}: the package lacks sql/objects/*.sql"
+        )
+    return found
 
 
 @cache

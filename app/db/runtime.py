@@ -32,11 +32,14 @@ from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
 from app.db.recovery import RETRY_AFTER_S, Recovery
 from app.db.repair import repair_bm25_statistics
+from app.db.replicas import Consistency, ReplicaSet, ReplicaState, ReplicaUnavailable
 from app.errors import Conflict, DatabaseUnavailable, InvalidInput, SchemaMismatch
 
 log = logging.getLogger(__name__)
 
 TENANT_SETTING = "elephant.tenant_id"
+# A read transaction: read only (on the primary too), scoped to the tenant like tenant().
+_OPEN_READ = "SELECT set_config('transaction_read_only', 'on', true), set_config(%s, %s, true)"
 Connection = psycopg.Connection[tuple[Any, ...]]
 
 
@@ -59,6 +62,7 @@ class Database:
         self.capabilities: Capabilities | None = None
         self._pool: ConnectionPool[Connection] | None = None
         self._worker_pool: ConnectionPool[Connection] | None = None
+        self._replicas: ReplicaSet | None = None
         self._known_tenants: set[str] = set()
         self.recovery = Recovery(self._probe, self._revive, self._back)
         self.repaired_indexes: list[str] = []
@@ -111,6 +115,12 @@ class Database:
             (self.settings.database.pool_min_size, self.settings.database.pool_max_size),
             "elephant",
         )
+        if self.settings.database.replica_urls:  # never migrated nor checked: read-only copies
+            self._replicas = ReplicaSet(
+                self.settings.database.replica_urls,
+                self.settings.database,
+                self._configure_replica_connection,
+            )
 
     def _open_pool(
         self,
@@ -135,6 +145,9 @@ class Database:
 
     def close(self) -> None:
         self.recovery.close()
+        if self._replicas is not None:
+            self._replicas.close()
+            self._replicas = None
         for pool in (self._worker_pool, self._pool):
             if pool is not None:
                 pool.close()
@@ -289,6 +302,72 @@ class Database:
                 f"tenant {tenant_id!r} was erased while this request ran; retry to start it afresh"
             ) from None
 
+    # ------------------------------------------------------------ reads (replicas)
+
+    @contextmanager
+    def reading(self, tenant_id: str, consistency: Consistency = "replica") -> Iterator[Connection]:
+        """A READ ONLY transaction scoped to a tenant as :meth:`tenant` scopes it: on a
+        replica when one is configured, healthy and ``consistency`` allows it, else on the
+        primary.
+
+        A replica lags the primary (at most ``database.replica_max_lag_s``): a caller that
+        must see its own writes asks for ``primary``. Read only on the primary too, so a
+        write slipped into a read path fails in every test, not only behind a replica.
+        Creates no tenant row: an unknown tenant reads as empty. A replica that fails under
+        the read raises :class:`ReplicaUnavailable` (503, Retry-After; the next read goes
+        elsewhere); a caller that can run its read again does so on the primary.
+        """
+        try:
+            validate_tenant_id(tenant_id)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        if consistency not in ("replica", "primary"):
+            raise InvalidInput(f"consistency must be replica or primary, not {consistency!r}")
+        replicas = self._replicas if consistency == "replica" else None
+        lease = None if replicas is None else replicas.acquire()
+        if replicas is None or lease is None:
+            with self.connection() as conn, conn.transaction():
+                conn.execute(_OPEN_READ, (TENANT_SETTING, tenant_id))
+                yield conn
+            return
+        served = False
+        try:
+            with lease.conn.transaction():
+                lease.conn.execute(_OPEN_READ, (TENANT_SETTING, tenant_id))
+                yield lease.conn
+            served = True
+        except psycopg.errors.QueryCanceled as exc:  # statement timeout, as on the primary
+            raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+        except psycopg.OperationalError as exc:
+            replicas.failed(lease, exc)
+            raise ReplicaUnavailable(
+                f"read replica {lease.replica.name} failed: {exc}".strip(),
+                retry_after_s=RETRY_AFTER_S,
+            ) from None
+        finally:
+            replicas.release(lease, served=served)
+
+    def replica_of(self, conn: Connection) -> str | None:
+        """The replica a connection from :meth:`reading` is on, or None (the primary)."""
+        return None if self._replicas is None else self._replicas.replica_of(conn)
+
+    @property
+    def has_replicas(self) -> bool:
+        return self._replicas is not None
+
+    def replica_states(self) -> list[ReplicaState]:
+        """Each configured replica: healthy or why not, and the reads it served."""
+        return [] if self._replicas is None else self._replicas.states()
+
+    def _configure_replica_connection(self, conn: Connection) -> None:
+        """Set up like the primary's app connections. Embedded, those log in as the app role
+        and skip SET ROLE; a replica URL names its own user, so the role is set first."""
+        if self.embedded is not None:
+            conn.execute(
+                sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.app_role))
+            )
+        self._configure_connection(conn)
+
     def _configure_connection(self, conn: Connection) -> None:
         age = self.capabilities is not None and self.capabilities.age
         if self.embedded is None:
@@ -320,6 +399,7 @@ class Database:
             embedding_model=self.settings.embedding.model,
             app_role=self.settings.database.app_role,
             worker_role=self.settings.database.worker_role,
+            optional_extensions=self.settings.database.optional_extensions,
         )
 
     def migrate(self, target: str = "head") -> None:

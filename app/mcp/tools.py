@@ -136,6 +136,10 @@ def search(
         Field(description="Only these: window (conversation excerpt), note, fact."),
     ] = None,
     source: Annotated[str | None, Field(description="Only this source.")] = None,
+    consistency: Annotated[
+        Literal["replica", "primary"],
+        Field(description="primary: also see what you stored moments ago (replicas may lag)."),
+    ] = "replica",
 ) -> SearchToolResult:
     """Search long-term memory by meaning and keywords. Returns the best hits (id, kind,
     date, score, text), best first; current facts only."""
@@ -144,6 +148,7 @@ def search(
         query=query,
         limit=limit,
         filters=search_service.SearchFilters(kind=kind or None, source=source),
+        consistency=consistency,
     )
     found = search_service.search(runtime.elephant, runtime.tenant(), request)
     return SearchToolResult(

@@ -15,6 +15,7 @@ from typing import Literal
 import psycopg
 from msgspec import UnsetType
 
+from app.db.capabilities import NOT_WANTED
 from app.errors import ElephantError
 from app.services import queue
 from app.services.health import SchemaReport, health
@@ -81,11 +82,18 @@ def _database(elephant: Elephant) -> list[Check]:
         )
     )  # fmt: skip
     extensions = {} if isinstance(database.extensions, UnsetType) else database.extensions
-    for name, purpose in (("age", "knowledge graph"), ("pg_textsearch", "BM25 keyword lane")):
+    wanted = elephant.settings.database.optional_extensions
+    graph = "unknown" if isinstance(database.graph, UnsetType) else database.graph
+    for name, purpose, instead in (
+        ("age", "knowledge graph on AGE", f"knowledge graph: {graph}"),
+        ("pg_textsearch", "BM25 keyword lane", "the keyword lane ranks with tsvector"),
+    ):
         state = extensions.get(name)
         if state is not None and state.installed:
             version = None if isinstance(state.version, UnsetType) else state.version
             checks.append(Check(name, "ok", f"{version} installed"))
+        elif name not in wanted:  # left out on purpose: the managed-Postgres mode
+            checks.append(Check(name, "ok", f"{NOT_WANTED}: {instead}"))
         else:
             note = "" if state is None or isinstance(state.note, UnsetType) else state.note
             checks.append(Check(name, "warn", f"not installed, so no {purpose}: {note}"))

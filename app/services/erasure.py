@@ -11,7 +11,8 @@ security keeps other tenants out of reach):
   word, case-insensitively (turn speaker or text, memory text, fact subject,
   text or entities, gate previews and scorer notes, job payloads and errors,
   LLM errors, handoffs, contradiction reasons), the facts linked to their graph
-  entities, their graph vertices (with edges and observation facts), the
+  entities, their graph vertices (with edges and observation facts, in every graph
+  backend that holds them: AGE and the relational tables), the
   windows holding their turns, the facts derived from those windows that have
   no surviving source turn, and the conversations left without turns.
 - ``conversation_id``: the conversation, its turns, windows, facts, the gate
@@ -21,7 +22,7 @@ security keeps other tenants out of reach):
 - ``memory_ids`` / ``fact_ids``: those rows and every fact derived from the
   memories, with their links, gate decisions, feedback, contradictions, jobs.
 - ``tenant``: every row of the tenant in every table (the audit log excepted:
-  it holds no memory text), its graph schema and its API keys.
+  it holds no memory text), its graph (AGE schema, relational rows) and its API keys.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from app.config import validate_tenant_id
 from app.db.runtime import TENANT_SETTING, Connection
 from app.errors import ElephantError, InvalidInput, NotFound
 from app.services import audit, keys
-from app.services.graph.age import ENTITY_LABEL, graph_name
-from app.services.graph.store import entity_key
+from app.services.graph.age import graph_name
+from app.services.graph.backend import present
+from app.services.graph.store import GraphStore, entity_key
 from app.services.runtime import Elephant
 
 MAX_IDS = 1000
@@ -53,6 +55,9 @@ TABLES = (
 )  # fmt: skip
 # Kept on erasure of a whole tenant: the record that the erasure happened (no memory text).
 KEPT_TABLES = frozenset({"audit_log"})
+# The relational graph backend's tables (entities, relations): reported as graph vertices
+# and edges, not as rows.
+RELATIONAL_GRAPH_TABLES = ("kg_entities", "kg_relations")
 
 Kind = Literal["tenant", "subject", "conversation", "source", "ids"]
 
@@ -491,9 +496,11 @@ def _add_derived_facts(conn: Connection, selection: _Selection, *, every: bool) 
 # ------------------------------------------------------------------ the graph of one tenant
 
 
-def _has_graph(elephant: Elephant, conn: Connection, tenant: str) -> bool:
-    capabilities = elephant.db.capabilities
-    return capabilities is not None and capabilities.age and elephant.graph.exists(conn, tenant)
+def _graph_stores(elephant: Elephant, conn: Connection, tenant: str) -> list[GraphStore]:
+    """Every backend that holds rows of the tenant's graph: the one in use, and the other
+    one too when it still has a copy (``elephant graph migrate`` copies, it never moves)."""
+    stores = [elephant.graph_store(backend) for backend in present(elephant.db.capabilities)]
+    return [store for store in stores if store.exists(conn, tenant)]
 
 
 def _vertices(
@@ -501,13 +508,10 @@ def _vertices(
 ) -> set[str]:
     """Entity keys of the subject's vertices: its names' keys, and entities whose name
     names them (a vertex 'Ada Lovelace's notebook' goes with Ada Lovelace)."""
-    if not _has_graph(elephant, conn, tenant):
-        return set()
-    statement = sql.SQL(
-        "SELECT v.p ->> 'key' FROM (SELECT e.properties::text::jsonb AS p FROM {entity} AS e) "
-        "AS v WHERE v.p ->> 'key' = ANY(%s) OR v.p ->> 'name' ~* %s"
-    ).format(entity=sql.Identifier(graph_name(tenant), ENTITY_LABEL))
-    return {str(row[0]) for row in conn.execute(statement, (sorted(keys), pattern)).fetchall()}
+    found: set[str] = set()
+    for store in _graph_stores(elephant, conn, tenant):
+        found |= store.named(conn, tenant, sorted(keys), pattern)
+    return found
 
 
 def _observation_facts(conn: Connection, vertices: set[str]) -> set[str]:
@@ -524,24 +528,14 @@ def _observation_facts(conn: Connection, vertices: set[str]) -> set[str]:
 def _remove_vertices(
     elephant: Elephant, conn: Connection, tenant: str, vertices: set[str]
 ) -> GraphRemoval:
+    """The vertices and their edges, in every backend holding them (rows removed: an
+    entity copied into both backends counts twice)."""
     if not vertices:
         return GraphRemoval()
-    graph = graph_name(tenant)
-    row = conn.execute(
-        sql.SQL(
-            "WITH doomed AS MATERIALIZED (SELECT e.id FROM {entity} AS e "
-            "  WHERE e.properties::text::jsonb ->> 'key' = ANY(%s)) "
-            "SELECT count(*) FROM {edges} AS r "
-            "WHERE r.start_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM doomed) "
-            "   OR r.end_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM doomed)"
-        ).format(
-            entity=sql.Identifier(graph, ENTITY_LABEL),
-            edges=sql.Identifier(graph, "_ag_label_edge"),
-        ),
-        (sorted(vertices),),
-    ).fetchone()
-    edges = int(row[0]) if row else 0
-    removed = elephant.graph.delete_entities(conn, tenant, sorted(vertices))
+    removed = edges = 0
+    for store in _graph_stores(elephant, conn, tenant):
+        edges += store.count_relations(conn, tenant, sorted(vertices))
+        removed += store.delete_entities(conn, tenant, sorted(vertices))
     return GraphRemoval(vertices=removed, edges=edges)
 
 
@@ -667,7 +661,8 @@ def _erase_tenant(
         _audit(conn, tenant, actor, request, report)
     if not request.dry_run:
         elephant.db.forget_tenant(tenant)
-        elephant.graph.forget(tenant)
+        for backend in present(elephant.db.capabilities):
+            elephant.graph_store(backend).forget(tenant)
     return report
 
 
@@ -695,10 +690,13 @@ def _count(conn: Connection, table: str, tenant: str) -> int:
 def _graph_size(conn: Connection, tenant: str) -> tuple[bool, int, int]:
     """(graph exists, vertices, edges) of the tenant's AGE graph."""
     graph = graph_name(tenant)
+    # Two statements: without AGE (the managed mode) a statement naming ag_catalog.ag_graph
+    # fails when parsed, whatever a to_regclass test beside it says.
+    catalog = conn.execute("SELECT to_regclass('ag_catalog.ag_graph') IS NOT NULL").fetchone()
+    if not catalog or not catalog[0]:
+        return False, 0, 0
     exists = conn.execute(
-        "SELECT to_regclass('ag_catalog.ag_graph') IS NOT NULL AND EXISTS "
-        "(SELECT 1 FROM ag_catalog.ag_graph WHERE name::text = %s)",
-        (graph,),
+        "SELECT EXISTS (SELECT 1 FROM ag_catalog.ag_graph WHERE name::text = %s)", (graph,)
     ).fetchone()
     if not exists or not exists[0]:
         return False, 0, 0
@@ -712,12 +710,15 @@ def _graph_size(conn: Connection, tenant: str) -> tuple[bool, int, int]:
 
 
 def _drop_tenant(conn: Connection, tenant: str) -> tuple[dict[str, int], GraphRemoval]:
-    """Count, then delete the tenant row: foreign keys cascade to every table and a trigger
-    drops the graph schema. Then check nothing is left, else roll everything back."""
+    """Count, then delete the tenant row: foreign keys cascade to every table (the
+    relational graph's too) and a trigger drops the AGE graph schema. Then check nothing
+    is left, else roll everything back. Graph rows are reported as vertices and edges."""
     conn.execute("SELECT 1 FROM tenants WHERE id = %s FOR UPDATE", (tenant,))
     tables = _tenant_tables(conn)
     removed = {table: _count(conn, table, tenant) for table in tables}
     had_graph, vertices, edges = _graph_size(conn, tenant)
+    vertices += removed.pop(RELATIONAL_GRAPH_TABLES[0], 0)
+    edges += removed.pop(RELATIONAL_GRAPH_TABLES[1], 0)
     removed["api_keys"] = keys.delete_tenant_keys(conn, tenant)
     removed["tenants"] = conn.execute("DELETE FROM tenants WHERE id = %s", (tenant,)).rowcount
     left = [table for table in tables if _count(conn, table, tenant)]

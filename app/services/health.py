@@ -12,6 +12,7 @@ from msgspec import UNSET, UnsetType
 from app import __version__
 from app.db import Database
 from app.errors import ElephantError
+from app.services.graph.backend import decide
 
 HealthStatus = Literal["ok", "degraded", "unavailable"]
 
@@ -37,7 +38,9 @@ class DatabaseReport(msgspec.Struct, frozen=True, kw_only=True):
     role: str | UnsetType = UNSET
     extensions: dict[str, ExtensionState] | UnsetType = UNSET
     keyword_search: Literal["bm25", "tsvector"] | UnsetType = UNSET
-    graph: Literal["age", "unavailable"] | UnsetType = UNSET
+    # Neither AGE nor pg_textsearch in use: the managed-Postgres mode (pgvector only).
+    managed: bool | UnsetType = UNSET
+    graph: Literal["age", "relational", "disabled", "unavailable"] | UnsetType = UNSET
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +104,12 @@ def health(db: Database) -> HealthReport:
         database=row[1],
         role=row[2],
         extensions=msgspec.convert(
-            capabilities.report() if capabilities else {}, dict[str, ExtensionState]
+            capabilities.report(settings.database.optional_extensions) if capabilities else {},
+            dict[str, ExtensionState],
         ),
         keyword_search="bm25" if capabilities and capabilities.textsearch else "tsvector",
-        graph="age" if capabilities and capabilities.age else "unavailable",
+        managed=capabilities.managed if capabilities else UNSET,
+        graph=_graph_backend(db),
     )
     mismatched = schema.embedding_dim != settings.embedding.dim
     return HealthReport(
@@ -121,3 +126,13 @@ def health(db: Database) -> HealthReport:
             revision=schema.revision, head=schema.head, up_to_date=schema.up_to_date
         ),
     )
+
+
+def _graph_backend(db: Database) -> Literal["age", "relational", "disabled", "unavailable"]:
+    """The backend the graph uses (the decision app/services/graph/backend.py makes for the
+    runtime, from the same settings and capabilities), or why there is none."""
+    if not db.settings.graph.enabled:
+        return "disabled"
+    if db.capabilities is None:
+        return "unavailable"
+    return decide(db.settings.graph, db.capabilities).backend or "unavailable"

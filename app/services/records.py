@@ -173,10 +173,9 @@ def list_memories(
 
 
 def get_memory(elephant: Elephant, tenant: str, memory_id: UUID) -> MemoryRecord:
-    with elephant.db.tenant(tenant) as conn:
-        row = conn.execute(
-            f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.id = %s", (memory_id,)
-        ).fetchone()
+    row = _one(
+        elephant, tenant, f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.id = %s", memory_id
+    )
     if row is None:
         raise NotFound(f"no memory with id {memory_id} in this tenant")
     return MemoryRecord(*row)
@@ -234,13 +233,21 @@ def list_facts(
 
 
 def get_fact(elephant: Elephant, tenant: str, fact_id: UUID) -> FactRecord:
-    with elephant.db.tenant(tenant) as conn:
-        row = conn.execute(
-            f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.id = %s", (fact_id,)
-        ).fetchone()
+    row = _one(elephant, tenant, f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.id = %s", fact_id)
     if row is None:
         raise NotFound(f"no fact with id {fact_id} in this tenant")
     return _fact(row)
+
+
+def _one(elephant: Elephant, tenant: str, query: str, row_id: UUID) -> tuple[Any, ...] | None:
+    """One row by id: from a replica, and from the primary when the replica has not got it
+    yet (a client that reads back what it just wrote must not see a 404 from lag)."""
+    for consistency in ("replica", "primary"):
+        with elephant.db.reading(tenant, consistency) as conn:
+            row = conn.execute(query, (row_id,)).fetchone()
+        if row is not None or not elephant.db.has_replicas:
+            return row
+    return None
 
 
 def _fact(row: tuple[Any, ...]) -> FactRecord:
@@ -266,9 +273,10 @@ def _page(
     alias: str,
     params: dict[str, Any],
 ) -> tuple[list[tuple[Any, ...]], int]:
-    """One page, newest first, and the total the same filter matches (one transaction).
-    ``columns`` and ``source`` are this module's constants, never a caller's text."""
-    with elephant.db.tenant(tenant) as conn:
+    """One page, newest first, and the total the same filter matches (one transaction, on a
+    replica when there is one). ``columns`` and ``source`` are this module's constants,
+    never a caller's text."""
+    with elephant.db.reading(tenant) as conn:
         rows = conn.execute(
             f"SELECT {columns} {source} ORDER BY {alias}.created_at DESC, {alias}.id DESC "
             "LIMIT %(limit)s OFFSET %(offset)s",

@@ -16,6 +16,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.db.replicas import Consistency
 from app.prompts import reflect as reflect_prompt
 from app.prompts.reflect import Route
 from app.providers.llm import LLMError
@@ -53,6 +54,11 @@ class ReflectIn(BaseModel):
     q: NonBlank = Field(max_length=4000, description="The question.")
     limit: int | None = Field(None, ge=1, le=60, description="Sources to use (reflect.limit).")
     filters: SearchFilters = Field(default_factory=SearchFilters)
+    consistency: Consistency = Field(
+        "replica",
+        description="Where the sources are searched: replica (may lag the primary) or "
+        "primary (sees every committed write).",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +132,7 @@ def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> Reflection:
             query=request.q,
             limit=request.limit or elephant.settings.reflect.limit,
             filters=request.filters,
+            consistency=request.consistency,
         ),
     )
     search_ms = round((time.perf_counter() - started) * 1000, 2)

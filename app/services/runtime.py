@@ -9,15 +9,18 @@ and handed to ``stop_on_close``; the runtime knows them only as things to stop.
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Protocol
 
 from app.config import Settings
 from app.db import Database
+from app.errors import DatabaseUnavailable
 from app.providers.embedder import Embedder, build_embedder
 from app.providers.llm import LLM, build_llm
 from app.providers.reranker import HTTPReranker, build_reranker
 from app.services.access import AccessRecorder
-from app.services.graph.age import AGEGraphStore
+from app.services.graph.backend import Backend, GraphDecision, build, decide
+from app.services.graph.store import GraphStore
 from app.services.leases import LeaseKeeper
 
 log = logging.getLogger(__name__)
@@ -42,8 +45,10 @@ class Elephant:
         self._background: list[Stoppable] = []
         self.access = AccessRecorder(db)
         self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
-        self.graph = AGEGraphStore(db)
         self.leases = LeaseKeeper(db)
+        self._graph_decision: GraphDecision | None = None
+        self._graph_stores: dict[Backend, GraphStore] = {}
+        self._graph_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -67,6 +72,38 @@ class Elephant:
             embedder=embedder or build_embedder(settings.embedding),
             llm=llm,
         )
+
+    @property
+    def graph_decision(self) -> GraphDecision:
+        """The graph backend of this process (app/services/graph/backend.py), decided once,
+        when first asked: by then the database is open and its capabilities are known."""
+        if self._graph_decision is None:
+            try:
+                decision = decide(self.settings.graph, self.db.capabilities)
+            except ValueError:
+                raise DatabaseUnavailable(
+                    "the database is not open: the graph backend is chosen from its capabilities"
+                ) from None
+            with self._graph_lock:
+                if self._graph_decision is None:
+                    log.info("knowledge graph: %s (%s)", decision.backend, decision.reason)
+                    self._graph_decision = decision
+        return self._graph_decision
+
+    @property
+    def graph(self) -> GraphStore | None:
+        """The graph store in use; None when there is no graph (``graph_decision.reason``)."""
+        backend = self.graph_decision.backend
+        return None if backend is None else self.graph_store(backend)
+
+    def graph_store(self, backend: Backend) -> GraphStore:
+        """One store per backend and runtime (the AGE store remembers provisioned graphs);
+        erasure and ``elephant graph migrate`` also reach the backend not in use."""
+        with self._graph_lock:
+            store = self._graph_stores.get(backend)
+            if store is None:
+                store = self._graph_stores[backend] = build(backend, self.db)
+            return store
 
     def stop_on_close(self, task: Stoppable) -> None:
         """Stop ``task`` when the providers close, before unfinished jobs are handed back."""

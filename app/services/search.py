@@ -21,6 +21,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.db.replicas import Consistency, ReplicaUnavailable
 from app.db.resources import load_statement
 from app.db.runtime import Connection
 from app.prompts import paraphrase as paraphrase_prompt
@@ -32,7 +33,6 @@ from app.services.graph.linking import lane_entities
 from app.services.inputs import NonBlank, Real, Text, When
 from app.services.query_dates import QuestionDates, question_dates
 from app.services.runtime import Elephant
-from app.services.usage import record_usage
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +95,12 @@ class SearchRequest(_Input):
         None,
         description="Results that only repeat turns shown above them go below those that bring "
         "new turns (default search.diversify).",
+    )
+    consistency: Consistency = Field(
+        "replica",
+        description="replica: a read replica may answer (database.replica_urls; it can lag "
+        "the primary by up to database.replica_max_lag_s). primary: see every write committed "
+        "so far, e.g. right after your own.",
     )
 
 
@@ -258,9 +264,13 @@ def statement(engine: str) -> str:
     return load_statement("hybrid_search.sql", keyword_lane=lane)
 
 
-def keyword_engine(elephant: Elephant) -> str:
+def keyword_engine(elephant: Elephant, conn: Connection | None = None) -> str:
+    """bm25 or tsvector. Never bm25 on a replica: pg_textsearch keeps its corpus statistics
+    and fresh postings outside the WAL, so on a standby its index finds nothing."""
     wanted = elephant.settings.search.keyword_engine
     available = bool(elephant.db.capabilities and elephant.db.capabilities.textsearch)
+    if conn is not None and elephant.db.replica_of(conn) is not None:
+        available = False
     if wanted == "bm25" or (wanted == "auto" and available):
         return "bm25" if available else "tsvector"
     return "tsvector"
@@ -276,7 +286,9 @@ def known_names(conn: Connection) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
-def _paraphrases(elephant: Elephant, conn: Connection, tenant: str, query: str) -> list[str]:
+def _paraphrases(elephant: Elephant, tenant: str, query: str) -> list[str]:
+    """LLM paraphrases of the query; the usage is queued for the primary (a search may
+    run on a read-only replica)."""
     if elephant.llm is None:
         return []
     try:
@@ -287,9 +299,9 @@ def _paraphrases(elephant: Elephant, conn: Connection, tenant: str, query: str) 
             max_tokens=300,
         )
     except LLMError as exc:
-        record_usage(conn, tenant, "paraphrase", exc.usage, ok=False, error=exc.message)
+        elephant.access.usage(tenant, "paraphrase", exc.usage, ok=False, error=exc.message)
         return []
-    record_usage(conn, tenant, "paraphrase", result.usage, ok=True)
+    elephant.access.usage(tenant, "paraphrase", result.usage, ok=True)
     return result.value.paraphrases
 
 
@@ -328,14 +340,31 @@ def _vector_version(elephant: Elephant) -> tuple[int, ...]:
 def search(
     elephant: Elephant, tenant: str, request: SearchRequest, *, record_access: bool = True
 ) -> SearchResult:
+    """Read-only, on a replica when ``request.consistency`` allows; a replica that fails
+    under the search (connection lost, recovery conflict) costs a second run on the
+    primary, never the answer."""
+    try:
+        return _search(elephant, tenant, request, record_access, request.consistency)
+    except ReplicaUnavailable as exc:
+        log.warning("search failed on a read replica, running it on the primary: %s", exc)
+        return _search(elephant, tenant, request, record_access, "primary")
+
+
+def _search(
+    elephant: Elephant,
+    tenant: str,
+    request: SearchRequest,
+    record_access: bool,
+    consistency: Consistency,
+) -> SearchResult:
     started = time.perf_counter()
     settings = elephant.settings.search
-    engine = keyword_engine(elephant)
-    with elephant.db.tenant(tenant) as conn:
+    with elephant.db.reading(tenant, consistency) as conn:
+        engine = keyword_engine(elephant, conn)
         variants = [request.query]
         if settings.expand if request.expand is None else request.expand:
             variants = expand(request.query, known_names(conn), max_variants=settings.max_variants)
-            for paraphrase in _paraphrases(elephant, conn, tenant, request.query):
+            for paraphrase in _paraphrases(elephant, tenant, request.query):
                 if len(variants) < settings.max_variants and paraphrase not in variants:
                     variants.append(paraphrase)
         embed_started = time.perf_counter()

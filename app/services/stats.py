@@ -10,7 +10,6 @@ from msgspec import UNSET, UnsetType
 
 from app.db.runtime import Connection
 from app.services import queue
-from app.services.graph.linking import graph_available
 from app.services.graph.store import RelationCounts
 from app.services.runtime import Elephant
 from app.services.search import keyword_engine
@@ -37,9 +36,11 @@ class StatsFacts:
 
 
 class StatsGraph(msgspec.Struct, frozen=True, kw_only=True):
-    """The tenant's knowledge graph; only ``available`` when the graph extension is absent."""
+    """The tenant's knowledge graph; only ``available`` when there is no graph (disabled, or
+    graph.backend age on a server without AGE)."""
 
     available: bool
+    backend: str | UnsetType = UNSET  # age or relational
     entities: int | UnsetType = UNSET
     relations: dict[str, RelationCounts] | UnsetType = UNSET
     observations: int | UnsetType = UNSET
@@ -78,7 +79,8 @@ class StatsReport:
 
 
 def stats(elephant: Elephant, tenant: str) -> StatsReport:
-    with elephant.db.tenant(tenant) as conn:
+    """Counts may lag the primary when a read replica answers (database.replica_urls)."""
+    with elephant.db.reading(tenant) as conn:
         memories = conn.execute(
             "SELECT kind, source, count(*), coalesce(sum(octet_length(text)), 0), "
             "count(*) FILTER (WHERE embedding IS NULL) FROM memories GROUP BY 1, 2 ORDER BY 1, 2"
@@ -140,14 +142,16 @@ def stats(elephant: Elephant, tenant: str) -> StatsReport:
 
 
 def _graph(elephant: Elephant, conn: Connection, tenant: str) -> StatsGraph:
-    if not graph_available(elephant):
+    store = elephant.graph
+    if store is None:
         return StatsGraph(available=False)
     observations = conn.execute(
         "SELECT count(*) FROM facts WHERE observation_kind IS NOT NULL AND status = 'active'"
     ).fetchone()
-    counts = elephant.graph.counts(conn, tenant)
+    counts = store.counts(conn, tenant)
     return StatsGraph(
         available=True,
+        backend=store.backend,
         entities=counts.entities,
         relations=counts.relations,
         observations=int(observations[0]) if observations else 0,

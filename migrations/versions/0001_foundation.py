@@ -43,13 +43,27 @@ def _try(sql: str) -> bool:
 
 
 def _create_extensions() -> None:
+    """pgvector, and the optional extensions the caller asks for (``optional_extensions``:
+    database.optional_extensions; without the attribute both, as before it existed) when
+    the server has them. None asked: the managed-Postgres mode (RDS, Cloud SQL, ...)."""
     op.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    wanted = set(context.config.attributes.get("optional_extensions", ("age", "pg_textsearch")))
+    if not wanted:
+        return
     bind = op.get_bind()
     available = set(bind.execute(sa.text("SELECT name FROM pg_available_extensions")).scalars())
-    preloaded = bind.execute(sa.text("SELECT current_setting('shared_preload_libraries')")).scalar()
-    if "age" in available:
+    # Through pg_settings: without pg_read_all_settings there is no row, not an error; then
+    # pg_textsearch is tried (it refuses to be created unless preloaded).
+    preloaded = bind.execute(
+        sa.text("SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries'")
+    ).scalar()
+    if "age" in wanted and "age" in available:
         _try("CREATE EXTENSION IF NOT EXISTS age")
-    if "pg_textsearch" in available and "pg_textsearch" in str(preloaded):
+    if (
+        "pg_textsearch" in wanted
+        and "pg_textsearch" in available
+        and (preloaded is None or "pg_textsearch" in str(preloaded))
+    ):
         _try("CREATE EXTENSION IF NOT EXISTS pg_textsearch")
 
 
@@ -250,4 +264,7 @@ def downgrade() -> None:
     op.execute(f"REVOKE ALL ON SCHEMA public FROM {ident}")
     op.execute(f"REVOKE ALL ON alembic_version FROM {ident}")
     for extension in ("pg_textsearch", "age", "vector"):
-        op.execute(f"DROP EXTENSION IF EXISTS {extension}")
+        # Only what exists: with AGE preloaded but never created (the managed mode),
+        # even DROP EXTENSION IF EXISTS age fails in AGE's hook (no ag_catalog schema).
+        if _has_extension(extension):
+            op.execute(f"DROP EXTENSION {extension}")

@@ -25,8 +25,9 @@ from psycopg import sql
 
 from app.db.runtime import Connection, Database
 from app.errors import CapabilityMissing
-from app.services.graph.store import Entity, GraphCounts, Relation, RelationCounts
+from app.services.graph.store import Entity, GraphCounts, Relation, RelationCounts, Walk
 from app.services.graph.vocabulary import RELATIONS
+from app.services.graph.walk import walk_by_hops
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ def cypher_statement(
 
 
 class AGEGraphStore:
+    backend = "age"
+
     def __init__(self, db: Database) -> None:
         self.db = db
         self._ready: set[str] = set()
@@ -161,16 +164,21 @@ class AGEGraphStore:
     # ------------------------------------------------------------ entities
 
     def entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, Entity]:
+        """In the order asked. Read in SQL through the unique key index: the Cypher form
+        (UNWIND + MATCH) took ~6 ms for one key and over a second for 200 at 10k entities."""
         if not keys:
             return {}
-        rows = self._run(
-            conn,
-            tenant,
-            "UNWIND $keys AS k MATCH (e:Entity {key: k}) RETURN properties(e)",
-            {"keys": list(dict.fromkeys(keys))},
-        )
-        found = [_entity(row[0]) for row in rows]
-        return {entity.key: entity for entity in found}
+        wanted = list(dict.fromkeys(keys))
+        statement = sql.SQL(
+            "SELECT e.properties::text FROM {entity} AS e "
+            "WHERE ag_catalog.agtype_access_operator("
+            "          VARIADIC ARRAY[e.properties, '\"key\"'::ag_catalog.agtype]) "
+            "      OPERATOR(ag_catalog.=) ANY ("
+            "          SELECT to_json(k)::text::ag_catalog.agtype FROM unnest(%s::text[]) AS k)"
+        ).format(entity=sql.Identifier(graph_name(tenant), ENTITY_LABEL))
+        found = [_entity(json.loads(row[0])) for row in conn.execute(statement, (wanted,))]
+        by_key = {entity.key: entity for entity in found}
+        return {key: by_key[key] for key in wanted if key in by_key}
 
     def create_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
         if entities:
@@ -238,7 +246,42 @@ class AGEGraphStore:
         )
         return [_entity(row[0]) for row in rows], int(total_rows[0][0])
 
+    def named(self, conn: Connection, tenant: str, keys: Sequence[str], pattern: str) -> set[str]:
+        if not self.exists(conn, tenant):
+            return set()
+        statement = sql.SQL(
+            "SELECT v.p ->> 'key' FROM (SELECT e.properties::text::jsonb AS p FROM {entity} AS e)"
+            " AS v WHERE v.p ->> 'key' = ANY(%s) OR v.p ->> 'name' ~* %s"
+        ).format(entity=sql.Identifier(graph_name(tenant), ENTITY_LABEL))
+        rows = conn.execute(statement, (sorted(set(keys)), pattern)).fetchall()
+        return {str(row[0]) for row in rows}
+
+    def walk(
+        self, conn: Connection, tenant: str, keys: Sequence[str], hops: int, limit: int
+    ) -> Walk:
+        """A statement per hop (``entities_with_relations`` walks the start/end indexes)."""
+        return walk_by_hops(self, conn, tenant, keys, hops, limit)
+
     # ------------------------------------------------------------ relations
+
+    def count_relations(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
+        if not keys or not self.exists(conn, tenant):
+            return 0
+        graph = graph_name(tenant)
+        row = conn.execute(
+            sql.SQL(
+                "WITH doomed AS MATERIALIZED (SELECT e.id FROM {entity} AS e "
+                "  WHERE e.properties::text::jsonb ->> 'key' = ANY(%s)) "
+                "SELECT count(*) FROM {edges} AS r "
+                "WHERE r.start_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM doomed) "
+                "   OR r.end_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM doomed)"
+            ).format(
+                entity=sql.Identifier(graph, ENTITY_LABEL),
+                edges=sql.Identifier(graph, "_ag_label_edge"),
+            ),
+            (sorted(set(keys)),),
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def relations(
         self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool

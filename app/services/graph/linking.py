@@ -19,7 +19,7 @@ from app.db.runtime import Connection
 from app.errors import ElephantError
 from app.services.facts.model import ExtractedFact
 from app.services.graph import vocabulary as vocab
-from app.services.graph.store import Entity, Relation, entity_key
+from app.services.graph.store import Entity, GraphStore, Relation, entity_key
 from app.services.runtime import Elephant
 
 log = logging.getLogger(__name__)
@@ -40,11 +40,6 @@ _STOPWORDS = frozenset(
 )  # fmt: skip
 
 
-def graph_available(elephant: Elephant) -> bool:
-    caps = elephant.db.capabilities
-    return elephant.settings.graph.enabled and caps is not None and caps.age
-
-
 def link_facts(
     elephant: Elephant,
     conn: Connection,
@@ -52,21 +47,21 @@ def link_facts(
     stored: Sequence[tuple[str, ExtractedFact]],
 ) -> int:
     """Upsert entities and links for newly stored facts; a graph failure never loses the facts."""
-    if not stored or not graph_available(elephant) or not elephant.settings.graph.link_ingest:
+    store = elephant.graph
+    if not stored or store is None or not elephant.settings.graph.link_ingest:
         return 0
     try:
-        elephant.graph.ensure(tenant)
+        store.ensure(tenant)
         with conn.transaction():  # a savepoint: the facts survive a graph failure
-            return _link(elephant, conn, tenant, stored)
+            return _link(store, conn, tenant, stored)
     except (ElephantError, psycopg.Error) as exc:
         log.warning("entity linking skipped for tenant %s: %s", tenant, exc)
         return 0
 
 
 def _link(
-    elephant: Elephant, conn: Connection, tenant: str, stored: Sequence[tuple[str, ExtractedFact]]
+    store: GraphStore, conn: Connection, tenant: str, stored: Sequence[tuple[str, ExtractedFact]]
 ) -> int:
-    store = elephant.graph
     wanted: dict[str, tuple[str, str]] = {}  # key -> (name, role)
     links: list[tuple[str, str, str, str]] = []
     pairs: dict[tuple[str, str], None] = {}
@@ -142,10 +137,8 @@ def lane_entities(
     Neighbours come through recorded relations, not through the `mentions` edges
     ingest adds between co-occurring names.
     """
-    if not graph_available(elephant):
-        return [], []
     store = elephant.graph
-    if not store.exists(conn, tenant):
+    if store is None or not store.exists(conn, tenant):
         return [], []
     found, relations = store.entities_with_relations(
         conn, tenant, query_candidates(query), active_only=True

@@ -52,19 +52,11 @@ BACKFILL_JOB = "embed_memories"
 
 
 def graph_store(elephant: Elephant) -> GraphStore:
-    """The tenant graphs, or a 503 that says why there are none."""
-    if not elephant.settings.graph.enabled:
-        raise CapabilityMissing(
-            "the knowledge graph is disabled: set graph.enabled = true (ELEPHANT_GRAPH_ENABLED)"
-        )
-    capabilities = elephant.db.capabilities
-    if capabilities is None or not capabilities.age:
-        raise CapabilityMissing(
-            "the knowledge graph needs the Apache AGE extension, which this Postgres does not "
-            "have: install AGE (https://age.apache.org) and run `elephant migrate`, or use the "
-            "embedded server, which includes it"
-        )
-    return elephant.graph
+    """The graph in use (graph.backend), or a 503 that says why there is none."""
+    store = elephant.graph
+    if store is None:
+        raise CapabilityMissing(elephant.graph_decision.reason)
+    return store
 
 
 def now_iso() -> str:
@@ -201,6 +193,7 @@ def _embed_observations(
 
 def _apply(
     elephant: Elephant,
+    store: GraphStore,
     conn: Connection,
     tenant: str,
     plan: _Plan,
@@ -208,7 +201,6 @@ def _apply(
     *,
     source: str,
 ) -> RecordResult:
-    store = elephant.graph
     existing = store.entities(conn, tenant, plan.referenced())
     endpoints = {r.source for r in plan.relations} | {r.target for r in plan.relations}
     endpoints |= {o.entity for o in plan.observations}
@@ -344,7 +336,7 @@ def _write(elephant: Elephant, tenant: str, plan: _Plan, *, source: str) -> Reco
     vectors = _embed_observations(elephant, plan.observations, names)
     store.ensure(tenant)
     with elephant.db.tenant(tenant) as conn:
-        return _apply(elephant, conn, tenant, plan, vectors, source=source)
+        return _apply(elephant, store, conn, tenant, plan, vectors, source=source)
 
 
 # ------------------------------------------------------------------ public operations
@@ -438,7 +430,7 @@ def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> 
     with elephant.db.tenant(tenant) as conn:
         if not store.entities(conn, tenant, [old]):
             raise InvalidInput(f"entity {request.entity!r} does not exist: nothing to revise")
-        result = _apply(elephant, conn, tenant, plan, vectors, source="record")
+        result = _apply(elephant, store, conn, tenant, plan, vectors, source="record")
         relations_closed: int | UnsetType = UNSET
         if request.observations:
             ids = _match_observations(conn, old, request.entity, request.observations)

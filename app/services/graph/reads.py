@@ -116,7 +116,7 @@ def open_nodes(
     _bounded(len(names), "number of names", 1, MAX_LIMIT)
     store = graph_store(elephant)
     keys = [entity_key(name) for name in names]
-    with elephant.db.tenant(tenant) as conn:
+    with elephant.db.reading(tenant) as conn:
         if not store.exists(conn, tenant):
             return OpenedNodes(entities=[], missing=list(names))
         found = store.entities(conn, tenant, keys)
@@ -155,7 +155,7 @@ def search_nodes(
     role = vocab.role(entity_type) if entity_type else None
     domain_name = vocab.domain(domain, elephant.settings.graph.domains) if domain else None
     vector = elephant.embedder.embed_queries([query])[0]
-    with elephant.db.tenant(tenant) as conn:
+    with elephant.db.reading(tenant) as conn:
         if not store.exists(conn, tenant):
             return NodeSearchResult(query=query, entities=[], total_matched=0, truncated=False)
         by_name = store.find(conn, tenant, [text], domain=domain_name, role=role)
@@ -202,7 +202,7 @@ def read_graph(
     _bounded(offset, "offset", 0, MAX_OFFSET)
     _bounded(limit, "limit", 1, MAX_LIMIT)
     store = graph_store(elephant)
-    with elephant.db.tenant(tenant) as conn:
+    with elephant.db.reading(tenant) as conn:
         if not store.exists(conn, tenant):
             return GraphPage(entities=[], total=0, offset=offset, limit=limit, next_offset=None)
         entities, total = store.page(conn, tenant, offset, limit)
@@ -247,42 +247,25 @@ def _observation_counts(conn: Connection, keys: Sequence[str]) -> dict[str, int]
 def neighbourhood(
     elephant: Elephant, tenant: str, query: str | None, *, limit: int = 50, hops: int = 1
 ) -> Neighbourhood:
-    """Nodes and edges around the entities a query names, breadth first up to `hops`."""
+    """Nodes and edges around the entities a query names, breadth first up to `hops`
+    (``GraphStore.walk``: a recursive CTE on the relational backend, a statement per hop
+    on AGE)."""
     require_text("q", query)
     _bounded(hops, "hops", 1, MAX_HOPS)
     _bounded(limit, "limit", 1, MAX_LIMIT)
     store = graph_store(elephant)
-    with elephant.db.tenant(tenant) as conn:
+    with elephant.db.reading(tenant) as conn:
         if not store.exists(conn, tenant):
             return Neighbourhood(nodes=[], edges=[], truncated=False)
         if query and entity_key(query):
             seeds = store.find(conn, tenant, [entity_key(query)], domain=None, role=None)
         else:
             seeds, _ = store.page(conn, tenant, 0, limit)
-        nodes: dict[str, Entity] = {e.key: e for e in seeds[:limit]}
-        edges: dict[tuple[str, str, str], Relation] = {}
-        frontier = list(nodes)
-        truncated = len(seeds) > limit
-        for _ in range(hops):
-            if not frontier:
-                break
-            found = store.relations(conn, tenant, frontier, active_only=True)
-            new_keys = []
-            for relation in found:
-                for key in (relation.source, relation.target):
-                    if key not in nodes and key not in new_keys:
-                        new_keys.append(key)
-            room = limit - len(nodes)
-            truncated = truncated or len(new_keys) > room
-            new_keys = new_keys[: max(room, 0)]
-            nodes.update(store.entities(conn, tenant, new_keys))
-            for relation in found:
-                if relation.source in nodes and relation.target in nodes:
-                    edges[relation.triple] = relation
-            frontier = new_keys
+        walk = store.walk(conn, tenant, [e.key for e in seeds], hops, limit)
+        nodes, edges = walk.entities, walk.relations
     names = {key: entity.name for key, entity in nodes.items()}
     return Neighbourhood(
         nodes=[GraphEntity.of(entity) for entity in nodes.values()],
-        edges=[GraphRelation.of(relation, names) for relation in edges.values()],
-        truncated=truncated,
+        edges=[GraphRelation.of(relation, names) for relation in edges],
+        truncated=walk.truncated,
     )

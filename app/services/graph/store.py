@@ -1,9 +1,10 @@
 """What the graph services need from a graph backend, and the shapes they exchange.
 
-Apache AGE is the implementation today (`app.services.graph.age`); a relational
-one for Postgres services without AGE can implement the same protocol. Every
-method works inside the caller's tenant transaction, so graph writes commit or
-roll back together with the observation rows in `facts`.
+Two implementations: Apache AGE (`app.services.graph.age`, one graph per
+tenant) and ordinary tables (`app.services.graph.relational`, for Postgres
+services without AGE); `app.services.graph.backend` picks one. Every method
+but ``ensure`` works inside the caller's tenant transaction, so graph writes
+commit or roll back together with the observation rows in `facts`.
 """
 
 from __future__ import annotations
@@ -63,13 +64,30 @@ class Relation:
         return self.properties.get("valid_to") is None
 
 
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """A bounded breadth-first neighbourhood: entities in walk order (seeds first, then by
+    distance), the current relations among them, and whether the node limit cut it."""
+
+    entities: dict[str, Entity]
+    relations: list[Relation]
+    truncated: bool
+
+
 class GraphStore(Protocol):
     """Entities (by normalised key) and typed, time-bounded relations of one tenant."""
+
+    backend: str  # "age" or "relational": what health and the CLI report
 
     def ensure(self, tenant: str) -> None:
         """Create the tenant's graph if it does not exist (outside any tenant transaction)."""
 
+    def forget(self, tenant: str) -> None:
+        """The tenant was erased: drop whatever this process remembers of its graph."""
+
     def exists(self, conn: Connection, tenant: str) -> bool: ...
+
+    def counts(self, conn: Connection, tenant: str) -> GraphCounts: ...
 
     def entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, Entity]: ...
 
@@ -126,6 +144,23 @@ class GraphStore(Protocol):
     def page(
         self, conn: Connection, tenant: str, offset: int, limit: int
     ) -> tuple[list[Entity], int]: ...
+
+    def walk(
+        self, conn: Connection, tenant: str, keys: Sequence[str], hops: int, limit: int
+    ) -> Walk:
+        """From the seed keys along current relations (both directions), at most ``hops``
+        steps and ``limit`` entities; relations between two entities of the last step are
+        left out (no entity of the last step is expanded)."""
+        ...
+
+    def named(self, conn: Connection, tenant: str, keys: Sequence[str], pattern: str) -> set[str]:
+        """Keys among ``keys``, and keys of entities whose name matches the POSIX regular
+        expression ``pattern`` case-insensitively (erasure of a subject)."""
+        ...
+
+    def count_relations(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
+        """Relations (current and closed) touching one of the keys."""
+        ...
 
 
 def entity_key(name: str) -> str:

@@ -1,6 +1,12 @@
 -- Analyst views of the knowledge graph and of current facts.
 --
--- The graph lives in Apache AGE, one graph per tenant (table `graphs`). These
+-- Re-applied on every upgrade (see migrations/README.md): this file is the current
+-- definition, so it uses CREATE OR REPLACE only and must stay idempotent. A change of a
+-- view's columns or of a function's result columns needs a migration (CREATE OR REPLACE
+-- cannot drop, rename or retype them); anything else is edited here.
+--
+-- The graph lives in Apache AGE, one graph per tenant (table `graphs`), or in the
+-- relational tables kg_entities / kg_relations (graph.backend = relational). These
 -- views expose it as ordinary columns, whatever the caller's search_path (no
 -- ag_catalog needed). They run with the caller's rights: the app role sees only
 -- its tenant's rows (row-level security on `graphs`), a superuser sees every tenant.
@@ -9,11 +15,11 @@
 --   SELECT source, relation, target FROM graph_relations WHERE valid_to IS NULL;
 --   SELECT text, valid_from FROM current_facts WHERE 'caroline' = ANY (entity_keys);
 
-CREATE FUNCTION elephant_graph_entities()
+CREATE OR REPLACE FUNCTION elephant_graph_entities()
 RETURNS TABLE (tenant_id text, key text, name text, role text, domain text, epistemic text,
                source text, valid_from timestamptz, valid_to timestamptz,
                created_at timestamptz, updated_at timestamptz)
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, public AS $fn$
 DECLARE
     g record;
 BEGIN
@@ -26,13 +32,22 @@ BEGIN
                  FROM (SELECT properties::text::jsonb AS p FROM %I."Entity") AS v$q$,
             g.tenant_id, g.graph_name);
     END LOOP;
+    -- The relational backend's tables (migration 0008); dynamic SQL, so the function
+    -- still works on a database downgraded below 0008.
+    IF to_regclass('public.kg_entities') IS NOT NULL THEN
+        RETURN QUERY EXECUTE
+            $q$SELECT e.tenant_id, e.key COLLATE "default", e.name, e.role, e.domain,
+                      e.epistemic, e.source, e.valid_from, e.valid_to, e.created_at,
+                      e.updated_at
+                 FROM kg_entities AS e ORDER BY e.tenant_id, e.key$q$;
+    END IF;
 END
 $fn$;
 
-CREATE FUNCTION elephant_graph_relations()
+CREATE OR REPLACE FUNCTION elephant_graph_relations()
 RETURNS TABLE (tenant_id text, source text, relation text, target text, epistemic text,
                valid_from timestamptz, valid_to timestamptz, recorded_at timestamptz)
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, public AS $fn$
 DECLARE
     g record;
 BEGIN
@@ -49,15 +64,25 @@ BEGIN
                  JOIN %I."Entity" AS d ON d.id OPERATOR(ag_catalog.=) r.end_id$q$,
             g.tenant_id, g.graph_name, g.graph_name, g.graph_name);
     END LOOP;
+    IF to_regclass('public.kg_relations') IS NOT NULL THEN
+        RETURN QUERY EXECUTE
+            $q$SELECT r.tenant_id, s.name, r.relation_type, d.name, r.epistemic,
+                      r.valid_from, r.valid_to, r.recorded_at
+                 FROM kg_relations AS r
+                 JOIN kg_entities AS s ON s.tenant_id = r.tenant_id AND s.key = r.source_key
+                 JOIN kg_entities AS d ON d.tenant_id = r.tenant_id AND d.key = r.target_key$q$;
+    END IF;
 END
 $fn$;
 
-CREATE VIEW graph_entities WITH (security_invoker = true) AS SELECT * FROM elephant_graph_entities();
+CREATE OR REPLACE VIEW graph_entities WITH (security_invoker = true) AS
+SELECT * FROM elephant_graph_entities();
 
-CREATE VIEW graph_relations WITH (security_invoker = true) AS SELECT * FROM elephant_graph_relations();
+CREATE OR REPLACE VIEW graph_relations WITH (security_invoker = true) AS
+SELECT * FROM elephant_graph_relations();
 
 -- Facts true now: not retracted or superseded, inside their validity interval.
-CREATE VIEW current_facts WITH (security_invoker = true) AS
+CREATE OR REPLACE VIEW current_facts WITH (security_invoker = true) AS
 SELECT f.tenant_id, f.id, f.text, f.subject, f.fact_type, f.observation_kind, f.source,
        f.valid_from, f.valid_to, f.recorded_at, f.importance, f.confidence,
        coalesce((SELECT array_agg(fe.entity_key ORDER BY fe.entity_key)

@@ -1,0 +1,381 @@
+"""The graph in ordinary tables: `kg_entities` and `kg_relations` (migration 0008).
+
+For Postgres services without Apache AGE. The same protocol, vocabulary and
+transaction as the AGE store: every statement runs on the caller's tenant
+connection, names the tenant explicitly (so the (tenant_id, key) indexes are
+used; row-level security refuses any other tenant anyway) and passes every
+value as a parameter: no text is ever spliced into a statement here. Batches
+travel as arrays (``unnest``), one statement per batch. Timestamps are
+timestamptz columns, exchanged with the services as ISO 8601 strings in UTC,
+as the AGE store exchanges them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from app.db.runtime import Connection
+from app.services.graph.store import Entity, GraphCounts, Relation, RelationCounts, Walk
+
+ENTITY_COLUMNS = (
+    "key, name, role, domain, epistemic, source, created_at, updated_at, valid_from, valid_to"
+)
+RELATION_COLUMNS = (
+    "source_key, relation_type, target_key, valid_from, valid_to, recorded_at, epistemic, "
+    "source, properties"
+)
+# Edge properties kept in columns (the code filters on them); any other goes to `properties`.
+RELATION_FIELDS = ("valid_from", "valid_to", "recorded_at", "epistemic", "source")
+_TIMES = frozenset({"valid_from", "valid_to", "recorded_at"})
+# Rows a walk may produce before it stops, whatever the hops: a guard for dense graphs
+# (the recursive CTE is evaluated only as far as this LIMIT reads it).
+WALK_CAP = 50_000
+
+_E_COLUMNS = ", ".join(f"e.{column.strip()}" for column in ENTITY_COLUMNS.split(","))
+_ENTITY_ARRAYS = (
+    "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::timestamptz[], %s::timestamptz[], %s::timestamptz[], %s::timestamptz[]"
+)
+
+_WALK = f"""
+WITH RECURSIVE reach (key, depth, seed) AS (
+    SELECT s.key COLLATE "C", 0, s.ord
+      FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS s (key, ord)
+  UNION
+    SELECT n.key, r.depth + 1, NULL::bigint
+      FROM reach AS r
+      CROSS JOIN LATERAL (
+          SELECT e.target_key FROM kg_relations AS e
+           WHERE e.tenant_id = %(tenant)s AND e.source_key = r.key AND e.valid_to IS NULL
+          UNION ALL
+          SELECT e.source_key FROM kg_relations AS e
+           WHERE e.tenant_id = %(tenant)s AND e.target_key = r.key AND e.valid_to IS NULL
+      ) AS n (key)
+     WHERE r.depth < %(hops)s
+),
+bounded AS (SELECT key, depth, seed FROM reach LIMIT %(cap)s),
+nearest AS (SELECT key, min(depth) AS depth, min(seed) AS seed FROM bounded GROUP BY key)
+SELECT n.depth, (SELECT count(*) FROM bounded) >= %(cap)s,
+       {_E_COLUMNS}
+  FROM nearest AS n
+  JOIN kg_entities AS e ON e.tenant_id = %(tenant)s AND e.key = n.key
+ ORDER BY n.depth, n.seed, n.key
+ LIMIT %(limit)s + 1
+"""
+
+
+def _instant(value: Any) -> datetime | None:
+    """An ISO 8601 string (or datetime) as an aware datetime; naive means UTC."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def _text(value: datetime | None) -> str | None:
+    return None if value is None else value.astimezone(UTC).isoformat()
+
+
+def _entity(row: Sequence[Any]) -> Entity:
+    key, name, role, domain, epistemic, source, created, updated, start, end = row
+    return Entity(
+        key=key, name=name, role=role, domain=domain, epistemic=epistemic, source=source,
+        created_at=_text(created), updated_at=_text(updated), valid_from=_text(start),
+        valid_to=_text(end),
+    )  # fmt: skip
+
+
+def _relation(row: Sequence[Any]) -> Relation:
+    source, relation_type, target, start, end, recorded, epistemic, origin, extra = row
+    known = {
+        "valid_from": _text(start),
+        "valid_to": _text(end),
+        "recorded_at": _text(recorded),
+        "epistemic": epistemic,
+        "source": origin,
+    }
+    properties = {**(extra or {}), **{k: v for k, v in known.items() if v is not None}}
+    return Relation(source, relation_type, target, properties)
+
+
+def _entity_arrays(entities: Sequence[Entity]) -> list[list[Any]]:
+    return [
+        [e.key for e in entities],
+        [e.name for e in entities],
+        [e.role for e in entities],
+        [e.domain for e in entities],
+        [e.epistemic for e in entities],
+        [e.source for e in entities],
+        [_instant(e.created_at) for e in entities],
+        [_instant(e.updated_at) for e in entities],
+        [_instant(e.valid_from) for e in entities],
+        [_instant(e.valid_to) for e in entities],
+    ]
+
+
+def _triple_arrays(triples: Sequence[tuple[str, str, str]]) -> list[list[str]]:
+    return [[t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples]]
+
+
+def _contains_words(text: str, key: str) -> bool:
+    return len(key) >= 3 and f" {key} " in f" {text} "
+
+
+class RelationalGraphStore:
+    """Entities and relations of every tenant in two tables, under row-level security."""
+
+    backend = "relational"
+
+    # ------------------------------------------------------------ provisioning
+
+    def ensure(self, tenant: str) -> None:
+        """Nothing to create: the tables come with the migrations, the tenant row with
+        the tenant transaction."""
+
+    def forget(self, tenant: str) -> None:
+        """Nothing is remembered per tenant."""
+
+    def exists(self, conn: Connection, tenant: str) -> bool:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM kg_entities WHERE tenant_id = %s)", (tenant,)
+        ).fetchone()
+        return bool(row and row[0])
+
+    def counts(self, conn: Connection, tenant: str) -> GraphCounts:
+        entities = conn.execute(
+            "SELECT count(*) FROM kg_entities WHERE tenant_id = %s", (tenant,)
+        ).fetchone()
+        rows = conn.execute(
+            "SELECT relation_type, valid_to IS NULL, count(*) FROM kg_relations "
+            "WHERE tenant_id = %s GROUP BY 1, 2 ORDER BY 1",
+            (tenant,),
+        ).fetchall()
+        tally: dict[str, dict[bool, int]] = {}
+        for relation_type, current, count in rows:
+            tally.setdefault(str(relation_type), {True: 0, False: 0})[bool(current)] += int(count)
+        return GraphCounts(
+            entities=int(entities[0]) if entities else 0,
+            relations={
+                name: RelationCounts(current=by_state[True], closed=by_state[False])
+                for name, by_state in tally.items()
+            },
+        )
+
+    # ------------------------------------------------------------ entities
+
+    def entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, Entity]:
+        """In the order asked (a key not found is left out)."""
+        if not keys:
+            return {}
+        wanted = list(dict.fromkeys(keys))
+        rows = conn.execute(
+            f"SELECT {ENTITY_COLUMNS} FROM kg_entities WHERE tenant_id = %s AND key = ANY(%s)",
+            (tenant, wanted),
+        ).fetchall()
+        found = {row[0]: _entity(row) for row in rows}
+        return {key: found[key] for key in wanted if key in found}
+
+    def create_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
+        """A key that exists already is a unique violation, as in the AGE store."""
+        if entities:
+            conn.execute(
+                f"INSERT INTO kg_entities (tenant_id, {ENTITY_COLUMNS}) "
+                f"SELECT %s, * FROM unnest({_ENTITY_ARRAYS})",
+                (tenant, *_entity_arrays(entities)),
+            )
+
+    def update_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
+        """Every field replaced (an unset one becomes null), as ``SET e = row`` in AGE."""
+        if entities:
+            conn.execute(
+                "UPDATE kg_entities AS e SET name = u.name, role = u.role, domain = u.domain, "
+                "epistemic = u.epistemic, source = u.source, created_at = u.created_at, "
+                "updated_at = u.updated_at, valid_from = u.valid_from, valid_to = u.valid_to "
+                f"FROM unnest({_ENTITY_ARRAYS}) AS u ({ENTITY_COLUMNS}) "
+                "WHERE e.tenant_id = %s AND e.key = u.key",
+                (*_entity_arrays(entities), tenant),
+            )
+
+    def delete_entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
+        """The entities and (by cascade) every relation touching them."""
+        if not keys:
+            return 0
+        return conn.execute(
+            "DELETE FROM kg_entities WHERE tenant_id = %s AND key = ANY(%s)",
+            (tenant, list(dict.fromkeys(keys))),
+        ).rowcount
+
+    def find(
+        self,
+        conn: Connection,
+        tenant: str,
+        text_keys: Sequence[str],
+        *,
+        domain: str | None,
+        role: str | None,
+    ) -> list[Entity]:
+        """A scan of the tenant's keys (index-only on the primary key): no trigram index is
+        needed, and managed services need not offer pg_trgm."""
+        found: dict[str, Entity] = {}
+        for text in dict.fromkeys(text_keys):
+            rows = conn.execute(
+                f"SELECT {ENTITY_COLUMNS} FROM kg_entities WHERE tenant_id = %(t)s "
+                "AND key IN (SELECT k.key FROM kg_entities AS k WHERE k.tenant_id = %(t)s "
+                "            AND (strpos(k.key, %(q)s) > 0 OR strpos(%(q)s, k.key) > 0)) "
+                "AND (%(domain)s::text IS NULL OR domain = %(domain)s) "
+                "AND (%(role)s::text IS NULL OR role = %(role)s) ORDER BY key",
+                {"t": tenant, "q": text, "domain": domain, "role": role},
+            ).fetchall()
+            for row in rows:
+                entity = _entity(row)
+                if text in entity.key or _contains_words(text, entity.key):
+                    found[entity.key] = entity
+        return list(found.values())
+
+    def page(
+        self, conn: Connection, tenant: str, offset: int, limit: int
+    ) -> tuple[list[Entity], int]:
+        total = conn.execute(
+            "SELECT count(*) FROM kg_entities WHERE tenant_id = %s", (tenant,)
+        ).fetchone()
+        rows = conn.execute(
+            f"SELECT {ENTITY_COLUMNS} FROM kg_entities WHERE tenant_id = %s "
+            "ORDER BY key OFFSET %s LIMIT %s",
+            (tenant, offset, limit),
+        ).fetchall()
+        return [_entity(row) for row in rows], int(total[0]) if total else 0
+
+    def named(self, conn: Connection, tenant: str, keys: Sequence[str], pattern: str) -> set[str]:
+        rows = conn.execute(
+            "SELECT key FROM kg_entities WHERE tenant_id = %s AND (key = ANY(%s) OR name ~* %s)",
+            (tenant, sorted(set(keys)), pattern),
+        ).fetchall()
+        return {str(row[0]) for row in rows}
+
+    # ------------------------------------------------------------ relations
+
+    def relations(
+        self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
+    ) -> list[Relation]:
+        """Both directions through the two key indexes (a bitmap OR), in recorded order."""
+        if not keys:
+            return []
+        current = " AND valid_to IS NULL" if active_only else ""
+        rows = conn.execute(
+            f"SELECT {RELATION_COLUMNS} FROM kg_relations WHERE tenant_id = %(t)s "
+            f"AND (source_key = ANY(%(k)s) OR target_key = ANY(%(k)s)){current} ORDER BY id",
+            {"t": tenant, "k": list(dict.fromkeys(keys))},
+        ).fetchall()
+        return [_relation(row) for row in rows]
+
+    def entities_with_relations(
+        self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
+    ) -> tuple[dict[str, Entity], list[Relation]]:
+        return (
+            self.entities(conn, tenant, keys),
+            self.relations(conn, tenant, keys, active_only=active_only),
+        )
+
+    def create_relations(
+        self, conn: Connection, tenant: str, relations: Sequence[Relation]
+    ) -> None:
+        """A current relation that exists already is skipped (one current row per triple,
+        whatever the concurrency); a closed one is always added (history)."""
+        if not relations:
+            return
+        columns: list[list[Any]] = [
+            [r.source for r in relations],
+            [r.relation_type for r in relations],
+            [r.target for r in relations],
+        ]
+        for name in RELATION_FIELDS:
+            values = [r.properties.get(name) for r in relations]
+            columns.append([_instant(v) for v in values] if name in _TIMES else values)
+        columns.append(
+            [
+                json.dumps({k: v for k, v in r.properties.items() if k not in RELATION_FIELDS})
+                for r in relations
+            ]
+        )
+        conn.execute(
+            f"INSERT INTO kg_relations (tenant_id, {RELATION_COLUMNS}) "
+            "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[], "
+            "%s::timestamptz[], %s::timestamptz[], %s::text[], %s::text[], %s::jsonb[]) "
+            "ON CONFLICT (tenant_id, source_key, relation_type, target_key) "
+            "WHERE valid_to IS NULL DO NOTHING",
+            (tenant, *columns),
+        )
+
+    def invalidate_relations(
+        self,
+        conn: Connection,
+        tenant: str,
+        triples: Sequence[tuple[str, str, str]],
+        valid_to: str,
+    ) -> int:
+        if not triples:
+            return 0
+        return conn.execute(
+            "UPDATE kg_relations AS r SET valid_to = %s "
+            "FROM (SELECT DISTINCT * FROM unnest(%s::text[], %s::text[], %s::text[])) "
+            "  AS t (s, kind, d) "
+            "WHERE r.tenant_id = %s AND r.source_key = t.s AND r.relation_type = t.kind "
+            "AND r.target_key = t.d AND r.valid_to IS NULL",
+            (_instant(valid_to), *_triple_arrays(triples), tenant),
+        ).rowcount
+
+    def delete_relations(
+        self, conn: Connection, tenant: str, triples: Sequence[tuple[str, str, str]]
+    ) -> int:
+        """Every relation of each triple, current and closed."""
+        if not triples:
+            return 0
+        return conn.execute(
+            "DELETE FROM kg_relations AS r "
+            "USING (SELECT DISTINCT * FROM unnest(%s::text[], %s::text[], %s::text[])) "
+            "  AS t (s, kind, d) "
+            "WHERE r.tenant_id = %s AND r.source_key = t.s AND r.relation_type = t.kind "
+            "AND r.target_key = t.d",
+            (*_triple_arrays(triples), tenant),
+        ).rowcount
+
+    def count_relations(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
+        row = conn.execute(
+            "SELECT count(*) FROM kg_relations WHERE tenant_id = %(t)s "
+            "AND (source_key = ANY(%(k)s) OR target_key = ANY(%(k)s))",
+            {"t": tenant, "k": sorted(set(keys))},
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    # ------------------------------------------------------------ walks
+
+    def walk(
+        self, conn: Connection, tenant: str, keys: Sequence[str], hops: int, limit: int
+    ) -> Walk:
+        """One recursive CTE finds each reachable entity's distance (at most ``hops``), the
+        nearest ``limit`` are kept (seeds first, in the order given); a second statement
+        reads the current relations among them that touch an entity short of the last hop."""
+        seeds = list(dict.fromkeys(keys))
+        if not seeds:
+            return Walk(entities={}, relations=[], truncated=False)
+        rows = conn.execute(
+            _WALK,
+            {"keys": seeds, "tenant": tenant, "hops": hops, "cap": WALK_CAP, "limit": limit},
+        ).fetchall()
+        kept = rows[:limit]
+        truncated = len(rows) > limit or bool(rows and rows[0][1])  # or the cap was reached
+        entities = {row[2]: _entity(row[2:]) for row in kept}
+        inner = [row[2] for row in kept if row[0] < hops]
+        relations = []
+        if inner:
+            found = conn.execute(
+                f"SELECT {RELATION_COLUMNS} FROM kg_relations WHERE tenant_id = %(t)s "
+                "AND valid_to IS NULL AND source_key = ANY(%(all)s) AND target_key = ANY(%(all)s) "
+                "AND (source_key = ANY(%(inner)s) OR target_key = ANY(%(inner)s)) ORDER BY id",
+                {"t": tenant, "all": list(entities), "inner": inner},
+            ).fetchall()
+            relations = [_relation(row) for row in found]
+        return Walk(entities=entities, relations=relations, truncated=truncated)
