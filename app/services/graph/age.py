@@ -25,7 +25,7 @@ from psycopg import sql
 
 from app.db.runtime import Connection, Database
 from app.errors import CapabilityMissing
-from app.services.graph.store import Entity, GraphCounts, Relation, RelationCounts, Walk
+from app.services.graph.store import Entity, GraphCounts, Relation, Walk
 from app.services.graph.vocabulary import RELATIONS
 from app.services.graph.walk import walk_by_hops
 
@@ -149,17 +149,7 @@ class AGEGraphStore:
                 "GROUP BY 1, 2 ORDER BY 1"
             ).format(sql.Identifier(graph_name(tenant), "_ag_label_edge"))
         ).fetchall()
-        tally: dict[str, dict[bool, int]] = {}
-        for relation_type, current, count in rows:
-            by_state = tally.setdefault(str(relation_type), {True: 0, False: 0})
-            by_state[bool(current)] += int(count)
-        return GraphCounts(
-            entities=int(entities[0]) if entities else 0,
-            relations={
-                name: RelationCounts(current=by_state[True], closed=by_state[False])
-                for name, by_state in tally.items()
-            },
-        )
+        return GraphCounts.tally(int(entities[0]) if entities else 0, rows)
 
     # ------------------------------------------------------------ entities
 

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.db.runtime import Connection
-from app.services.graph.store import Entity, GraphCounts, Relation, RelationCounts, Walk
+from app.services.graph.store import Entity, GraphCounts, Relation, Walk
 
 ENTITY_COLUMNS = (
     "key, name, role, domain, epistemic, source, created_at, updated_at, valid_from, valid_to"
@@ -153,16 +153,7 @@ class RelationalGraphStore:
             "WHERE tenant_id = %s GROUP BY 1, 2 ORDER BY 1",
             (tenant,),
         ).fetchall()
-        tally: dict[str, dict[bool, int]] = {}
-        for relation_type, current, count in rows:
-            tally.setdefault(str(relation_type), {True: 0, False: 0})[bool(current)] += int(count)
-        return GraphCounts(
-            entities=int(entities[0]) if entities else 0,
-            relations={
-                name: RelationCounts(current=by_state[True], closed=by_state[False])
-                for name, by_state in tally.items()
-            },
-        )
+        return GraphCounts.tally(int(entities[0]) if entities else 0, rows)
 
     # ------------------------------------------------------------ entities
 

@@ -29,6 +29,20 @@ class GraphCounts:
     entities: int
     relations: dict[str, RelationCounts]
 
+    @classmethod
+    def tally(cls, entities: int, rows: Sequence[tuple[Any, ...]]) -> GraphCounts:
+        """From (relation type, is current, count) rows, whichever backend counted them."""
+        by_type: dict[str, dict[bool, int]] = {}
+        for relation_type, current, count in rows:
+            by_type.setdefault(str(relation_type), {True: 0, False: 0})[bool(current)] += int(count)
+        return cls(
+            entities=entities,
+            relations={
+                name: RelationCounts(current=states[True], closed=states[False])
+                for name, states in by_type.items()
+            },
+        )
+
 
 @dataclass(frozen=True)
 class Entity:
