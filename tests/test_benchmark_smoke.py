@@ -223,3 +223,21 @@ def test_faults_benchmark_smoke(tmp_path: Path) -> None:
     sigterm = report["sigterm_shutdown"]
     assert sigterm["postgres_left_running"] is False and number(sigterm["shutdown_s"]) > 0
     assert "kill_during_extraction:" in result.stdout
+
+
+def test_graph_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("graph", tmp_path, timeout_s=300)
+    assert report["sizes"]["entities"] == 200
+    # Both backends, AGE unless the benchmark's server lacks it (then said so).
+    assert "relational" in report["backends"]
+    assert set(report["backends"]) | set(report["skipped"]) == {"age", "relational"}
+    for backend, measured in report["backends"].items():
+        record = measured["record"]["with_observations"]
+        assert record["observations"] == 60 and record["store_items_per_s"] > 0, backend
+        assert measured["build"]["relations"] == 600 and measured["build"]["relations_per_s"] > 0
+        for name, measure in measured["two_hop"].items():
+            assert measure["count"] == 10 and measure["p50"] > 0, (backend, name)
+            assert measure["nodes_median"] >= 1, (backend, name)
+        assert measured["search_nodes"]["exact_name"]["total_matched_median"] >= 1
+    assert "| neighbourhood_hops2_limit50_ms" in result.stdout
+    assert "relational p50" in result.stdout
