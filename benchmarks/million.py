@@ -159,7 +159,10 @@ def measure(
         for name, tenants in classes.items():
             for n in range(recall_queries):
                 exact[name, n] = lane_rows(conn, tenants[n], queries[n].vectors[0], exact=True)
-    for way in WAYS:
+    with db.admin_connection() as conn:
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (DISKANN_INDEX,)).fetchone()
+    ways = [w for w in WAYS if w != "diskann" or (row is not None and row[0])]
+    for way in ways:
         out[way] = {}
         with as_tenant(db, way) as conn:
             for name, tenants in classes.items():
@@ -216,7 +219,12 @@ def loaded(saved: dict[str, Any]) -> tuple[scale.LoadReport, dict[str, float]]:
 
 
 def run(
-    size: int, query_count: int, seed: int, recall_queries: int, data_dir: Path | None = None
+    size: int,
+    query_count: int,
+    seed: int,
+    recall_queries: int,
+    data_dir: Path | None = None,
+    with_diskann: bool = True,
 ) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
@@ -236,7 +244,7 @@ def run(
         else:
             load = scale.bulk_load(db, corpus)
             print(f"[{size}] COPY {load.copy_s:.0f}s; builds {load.index_s}", flush=True)
-            diskann = build_diskann(db, size)
+            diskann = build_diskann(db, size) if with_diskann else {"built": False}
             print(f"[{size}] DiskANN {diskann}", flush=True)
             if marker is not None:
                 marker.write_text(json.dumps({"load": load.__dict__, "diskann": diskann}))
@@ -310,6 +318,9 @@ def main(argv: list[str] | None = None) -> None:
         "--queries", type=int, default=100, help="Timed searches per way and tenant class."
     )
     parser.add_argument("--recall-queries", type=int, default=20)
+    parser.add_argument(
+        "--no-diskann", action="store_true", help="Skip the DiskANN build (and that way)."
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--smoke", action="store_true", help="3,000 memories, 6 queries: seconds")
     parser.add_argument(
@@ -323,7 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     size, queries, recall = args.memories, args.queries, args.recall_queries
     if args.smoke:
         size, queries, recall = SMOKE_MEMORIES, SMOKE_QUERIES, 3
-    result = run(size, queries, args.seed, recall, args.data_dir)
+    result = run(size, queries, args.seed, recall, args.data_dir, not args.no_diskann)
     print_summary(result)
     body = {
         "benchmark": "million",

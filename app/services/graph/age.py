@@ -32,6 +32,7 @@ from app.services.graph.walk import walk_by_hops
 log = logging.getLogger(__name__)
 
 ENTITY_LABEL = "Entity"
+AGE_SEARCH_PATH = "SELECT set_config('search_path', '\"$user\", public, ag_catalog', true)"
 _GRAPH_NAME = re.compile(r"^g_[a-z0-9_]{1,40}_[0-9a-f]{8}$")
 
 
@@ -101,6 +102,11 @@ class AGEGraphStore:
         label: str | None = None,
     ) -> list[tuple[Any, ...]]:
         statement = cypher_statement(tenant, query, columns, label=label)
+        # AGE resolves the functions its Cypher translates to (age_unnest, ...) through the
+        # search path. Pool connections get ag_catalog at configuration; this transaction-
+        # local copy makes a Cypher call independent of that (one full-suite CI run once
+        # met a pool connection without it: "function age_unnest(agtype) does not exist").
+        conn.execute(AGE_SEARCH_PATH)
         rows = conn.execute(statement, (json.dumps(params),)).fetchall()
         return [tuple(_decode(value) for value in row) for row in rows]
 
