@@ -468,7 +468,7 @@ class SearchSettings(_Section):
         ge=0,
         le=1000,
         description="Graph lane size: facts of the 1-hop neighbours (recorded relations) of "
-        "entities the query names (0 = off; absent without AGE).",
+        "entities the query names (0 = off; absent with graph.enabled = false).",
     )
     graph_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the graph lane.")
     preferences: int = Field(
@@ -507,7 +507,7 @@ class RerankerSettings(_Section):
 
 class GraphSettings(_Section):
     enabled: bool = Field(
-        True, description="Knowledge-graph features (need Apache AGE; without it they answer 503)."
+        True, description="Knowledge-graph features (AGE or relational: see graph.backend)."
     )
     domains: tuple[str, ...] = Field(
         (
