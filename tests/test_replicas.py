@@ -28,7 +28,7 @@ from litestar.testing import TestClient
 from app.config import Settings
 from app.db import Database
 from app.db.embedded import SERVICE_USER, SUPERUSER, EmbeddedPostgres, binaries_dir
-from app.db.replicas import ReplicaSet, ReplicaUnavailable
+from app.db.replicas import HEALTH, ReplicaSet, ReplicaUnavailable
 from app.errors import NotFound
 from app.providers.embedder import Embedder
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
@@ -246,13 +246,30 @@ def test_consistency_primary_reads_the_primary_and_sees_a_write_the_replica_lack
             with read_only, cluster.db.reading(T, "primary") as conn:
                 conn.execute("UPDATE memories SET importance = importance")
 
-            # A replica further behind than replica_max_lag_s is skipped.
+            # A replica further behind than replica_max_lag_s is skipped. Behind means: it
+            # has received WAL it has not replayed (on a busy machine the walreceiver can
+            # take a moment to get the note's WAL; until then the standby is level).
+            wait_for(
+                "the paused standby holds WAL it has not replayed",
+                lambda: (
+                    standby.execute(
+                        "SELECT pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()"
+                    ).fetchone()[0]  # type: ignore[index]
+                    or None
+                ),
+            )
             strict = cluster.settings.database.model_copy(update={"replica_max_lag_s": 0.1})
             replicas = ReplicaSet(
                 strict.replica_urls, strict, cluster.db._configure_replica_connection
             )
             try:
-                assert replicas.acquire() is None  # the last replay is older than 0.1 s
+                # Lag is the age of the last replayed commit: with replay paused it
+                # passes 0.1 s at once, but wait for it rather than assume it.
+                wait_for(
+                    "the paused standby's replay lag passes 0.1 s",
+                    lambda: (standby.execute(HEALTH).fetchone() or (None, 0.0))[1] > 0.1 or None,
+                )
+                assert replicas.acquire() is None, replicas.states()
                 reason = replicas.states()[0].reason
                 assert reason is not None and "replay lag" in reason, reason
             finally:
@@ -337,7 +354,7 @@ def test_a_stopped_replica_falls_back_to_the_primary_and_is_retried(seeded: Clus
             cluster.standby.start()
         wait_for("the restarted standby streams", lambda: streaming(cluster.standby))
         now[0] += retry_s
-        lease = wait_for("the replica set takes the standby back", clocked.acquire, timeout_s=10)
+        lease = wait_for("the replica set takes the standby back", clocked.acquire, timeout_s=30)
         clocked.release(lease, served=True)
         assert clocked.states()[0].healthy is True
     finally:
