@@ -7,6 +7,7 @@ optional extensions to create), so those travel to the migration scripts in
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -54,9 +55,14 @@ def _engine(conninfo: str) -> Iterator[sa.Engine]:
         engine.dispose()
 
 
+# alembic's `context` and `op` are module-level proxies: two migrations at once in one
+# process (two databases opened from two threads) would tear each other's down.
+_ALEMBIC = threading.Lock()
+
+
 def _run(conninfo: str, params: SchemaParams, action: str, target: str) -> None:
     config = _alembic_config()
-    with _engine(conninfo) as engine, engine.begin() as connection:
+    with _ALEMBIC, _engine(conninfo) as engine, engine.begin() as connection:
         config.attributes.update(
             connection=connection,
             embedding_dim=params.embedding_dim,
