@@ -590,6 +590,18 @@ class LogSettings(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
 
 
+class LifecycleSettings(_Section):
+    """Activation, decay and retention of memories (issue 16)."""
+
+
+class MaintenanceSettings(_Section):
+    """Maintenance jobs (decay, dedup sweep, re-embed, backfill) and their schedule."""
+
+
+class MetricsSettings(_Section):
+    """The Prometheus /metrics endpoint."""
+
+
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("elephant", appauthor=False))
 
@@ -619,6 +631,9 @@ class Settings(_Section):
     tenant: TenantSettings = TenantSettings()
     mcp: McpSettings = McpSettings()
     log: LogSettings = LogSettings()
+    lifecycle: LifecycleSettings = LifecycleSettings()
+    maintenance: MaintenanceSettings = MaintenanceSettings()
+    metrics: MetricsSettings = MetricsSettings()
 
     @property
     def uses_embedded(self) -> bool:

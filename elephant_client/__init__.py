@@ -1,0 +1,1 @@
+"""Typed Python client for the Elephant REST API (sync and async)."""
