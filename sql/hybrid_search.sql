@@ -22,8 +22,9 @@
 -- Fusion: score = sum over lanes and variants of
 --     lane_weight * variant_weight / (rrf_k + rank)
 -- (x assistant_fact_weight for a fact an assistant said), plus an optional recency
--- prior and a date prior when the question names a date. Each hit reports its best
--- rank in every lane.
+-- prior, a date prior when the question names a date, and an optional activation
+-- prior (what is important and in use decays slower). Each hit reports its best
+-- rank in every lane, and its activation.
 -- At equal scores (rank r in two lanes) a window or note, whose turns hold the
 -- context, comes before a fact extracted from them.
 --
@@ -69,6 +70,12 @@
 --                                            exponent held to 0-200 half-lives: a future
 --                                            date counts as now, and an old one (a memory
 --                                            from 1900) cannot underflow float8 (an error)
+--   activation_weight float8                 activation prior: a hit gains weight x its
+--                                            activation (0-1) / (rrf_k + 1) (0: off)
+--   activation_half_life_days, activation_importance_factor, activation_access_boost float8
+--                                            the decay curve of elephant_activation
+--                                            (sql/objects/20_lifecycle.sql): importance,
+--                                            age since last stored / seen / used, uses
 -- The caller sets hnsw.ef_search >= the lane sizes (and iterative scans) first.
 WITH q AS (
     SELECT v.embedding, v.query, v.variant
@@ -210,34 +217,53 @@ fused AS MATERIALIZED (
     FROM lane_scores AS s
     FULL JOIN fact_support AS support ON support.item = s.item AND support.id = s.id
 ),
-scored AS (
+activated AS (
     -- Only what the score needs; text and the other columns are joined after the LIMIT,
     -- for the rows returned (the pool is ~3-10x larger than the answer).
-    SELECT fused.*,
-           CASE WHEN %(recency_weight)s::float8 > 0 THEN
-                %(recency_weight)s::float8 * power(0.5, least(200, greatest(0,
-                    extract(epoch FROM now() - coalesce(m.event_at, f.valid_from,
-                                                        m.created_at, f.created_at))
-                    / 86400.0 / %(half_life_days)s::float8)))
-                ELSE 0 END                                            AS prior,
-           -- the question names a date: what happened then is lifted by up to a
-           -- rank-1 hit of one lane (date_weight 1)
-           CASE WHEN coalesce(m.event_at, f.valid_from) >= %(date_after)s::timestamptz
-                 AND coalesce(m.event_at, f.valid_from) < %(date_before)s::timestamptz
-                THEN %(date_weight)s::float8 / (%(rrf_k)s + 1)
-                ELSE 0 END                                            AS date_prior,
-           -- what an assistant said is lower-trust evidence than what a person said
-           CASE WHEN f.metadata ->> 'said_by' = 'assistant'
-                THEN %(assistant_fact_weight)s::float8
-                ELSE 1 END                                            AS trust
+    SELECT fused.*, m.event_at, m.created_at AS memory_created_at, f.valid_from,
+           f.created_at AS fact_created_at, f.metadata ->> 'said_by' AS said_by,
+           elephant_activation(coalesce(m.importance, f.importance),
+                               greatest(coalesce(m.created_at, f.created_at), m.last_seen_at,
+                                        coalesce(m.last_accessed_at, f.last_accessed_at)),
+                               coalesce(m.access_count, f.access_count), now(),
+                               %(activation_half_life_days)s::float8,
+                               %(activation_importance_factor)s::float8,
+                               %(activation_access_boost)s::float8) AS activation
     FROM fused
     LEFT JOIN memories AS m ON fused.item = 'memory' AND m.id = fused.id
     LEFT JOIN facts AS f ON fused.item = 'fact' AND f.id = fused.id
 ),
+scored AS (
+    SELECT a.*,
+           CASE WHEN %(recency_weight)s::float8 > 0 THEN
+                %(recency_weight)s::float8 * power(0.5, least(200, greatest(0,
+                    extract(epoch FROM now() - coalesce(a.event_at, a.valid_from,
+                                                        a.memory_created_at, a.fact_created_at))
+                    / 86400.0 / %(half_life_days)s::float8)))
+                ELSE 0 END                                            AS prior,
+           -- the question names a date: what happened then is lifted by up to a
+           -- rank-1 hit of one lane (date_weight 1)
+           CASE WHEN coalesce(a.event_at, a.valid_from) >= %(date_after)s::timestamptz
+                 AND coalesce(a.event_at, a.valid_from) < %(date_before)s::timestamptz
+                THEN %(date_weight)s::float8 / (%(rrf_k)s + 1)
+                ELSE 0 END                                            AS date_prior,
+           -- what an assistant said is lower-trust evidence than what a person said
+           CASE WHEN a.said_by = 'assistant'
+                THEN %(assistant_fact_weight)s::float8
+                ELSE 1 END                                            AS trust,
+           -- what is important and in use, and so decays slower, is lifted by up to a
+           -- rank-1 hit of one lane (activation_weight 1, activation 1); rounded to 0.01,
+           -- so it never breaks ties by minutes of age (a window and the facts extracted
+           -- from it later): a prior, not a tie-breaker
+           %(activation_weight)s::float8 * round(a.activation::numeric, 2)::float8
+               / (%(rrf_k)s + 1)                                      AS activation_prior
+    FROM activated AS a
+),
 top AS MATERIALIZED (
-    SELECT item, id, rrf * trust + prior + date_prior AS score, rrf * trust AS rrf,
-           prior + date_prior AS prior,
-           windows_rank, facts_rank, keyword_rank, graph_rank, preferences_rank, variants
+    SELECT item, id, rrf * trust + prior + date_prior + activation_prior AS score,
+           rrf * trust AS rrf, prior + date_prior + activation_prior AS prior,
+           windows_rank, facts_rank, keyword_rank, graph_rank, preferences_rank, variants,
+           activation
     FROM scored
     ORDER BY score DESC, item = 'fact', id
     LIMIT %(result_limit)s
@@ -256,7 +282,7 @@ SELECT coalesce(m.kind, 'fact')                       AS kind,
        coalesce(m.importance, f.importance)           AS importance,
        top.score, top.rrf, top.prior,
        top.windows_rank, top.facts_rank, top.keyword_rank, top.graph_rank,
-       top.preferences_rank, top.variants
+       top.preferences_rank, top.variants, top.activation
 FROM top
 LEFT JOIN memories AS m ON top.item = 'memory' AND m.id = top.id
 LEFT JOIN facts AS f ON top.item = 'fact' AND f.id = top.id

@@ -20,14 +20,19 @@ import itertools
 import os
 import re
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+import uvicorn
 from litestar.testing import TestClient
 from psycopg import sql
+from uvicorn.config import LOGGING_CONFIG
 
 from app.api import create_app
 from app.config import EmbeddingSettings, Settings
@@ -135,8 +140,12 @@ def db(settings: Settings) -> Iterator[Database]:
 
 @pytest.fixture(scope="session")
 def embedder() -> Embedder:
-    """The real default model (all-MiniLM-L6-v2), loaded once per run."""
-    return LocalEmbedder(EmbeddingSettings())
+    """The real default model (all-MiniLM-L6-v2), loaded once per run, up front: the
+    model loads lazily on first use, and a test's first request must not pay for it
+    (a bounded HTTP read would time out on a busy machine)."""
+    model = LocalEmbedder(EmbeddingSettings())
+    model.embed_queries(["warm up"])
+    return model
 
 
 @pytest.fixture(scope="module")
@@ -181,3 +190,66 @@ def unreachable_embedder() -> Embedder:
             }
         )
     )
+
+
+Refuse = Callable[[bool], None]
+
+
+@contextmanager
+def refusable_database(
+    pg_server: EmbeddedPostgres,
+    new_database: Callable[..., str],
+    settings: Settings,
+    label: str,
+    **sections: dict[str, Any],
+) -> Iterator[tuple[Settings, Database, Refuse]]:
+    """An app database of its own, and a switch that refuses (or allows) every connection
+    to it: the server answers, the database does not, as in an outage."""
+    name = new_database(label)
+    own = make_settings(settings.data_dir, embedded={"database": name}, **sections)
+    database = Database(own)
+    database.open()
+
+    def refuse(refused: bool) -> None:
+        with psycopg.connect(pg_server.conninfo(), autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("ALTER DATABASE {} ALLOW_CONNECTIONS {}").format(
+                    sql.Identifier(name), sql.SQL("false" if refused else "true")
+                )
+            )
+            if refused:
+                conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                    (name,),
+                )
+
+    try:
+        yield own, database, refuse
+    finally:
+        refuse(False)
+        database.close()
+
+
+@contextmanager
+def serve_in_thread(
+    app: Any, *, log_level: str = "warning", log_config: dict[str, Any] | None = LOGGING_CONFIG
+) -> Iterator[str]:
+    """An ASGI app served by a real uvicorn on a free loopback port, in a thread; yields
+    its base URL (``log_config=None``: the app's own logging, as `elephant serve` runs)."""
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, host="127.0.0.1", port=free_port(), log_level=log_level, log_config=log_config
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive(), "uvicorn stopped during start-up"
+        assert time.monotonic() < deadline, "uvicorn did not start within 30 s"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

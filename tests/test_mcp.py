@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import threading
-import time
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,7 +14,6 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
-import uvicorn
 from click.testing import CliRunner
 from fastmcp import Client
 from fastmcp.client.transports import StdioTransport, StreamableHttpTransport
@@ -34,7 +31,13 @@ from app.providers.embedder import Embedder
 from app.services.auth import check_bind, is_loopback
 from app.services.keys import KeyIn, create_key, revoke_key
 from app.services.runtime import Elephant
-from tests.conftest import api_client, count_rows, free_port, make_settings, operator_key
+from tests.conftest import (
+    api_client,
+    count_rows,
+    make_settings,
+    operator_key,
+    serve_in_thread,
+)
 
 T = TypeVar("T")
 ELEPHANT = str(Path(sys.executable).parent / "elephant")
@@ -167,7 +170,7 @@ def test_store_search_feedback_stats_reflect(server: ElephantMCP, elephant: Elep
                 await client.call_tool("feedback", {"id": stored["memory_id"], "helpful": True})
             )
             counts = data(await client.call_tool("stats", {}))
-            answer = data(await client.call_tool("reflect", {"question": "Where did Pia move?"}))
+            answer = data(await client.call_tool("reflect", {"query": "Where did Pia move?"}))
             return {
                 "stored": stored,
                 "found": found,
@@ -300,23 +303,8 @@ def http_keys(db: Database) -> dict[str, str]:
 def served(settings: Settings, db: Database, embedder: Embedder) -> Iterator[str]:
     """The API (/mcp mounted) served by uvicorn in a thread; yields the MCP URL."""
     runtime = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(settings, runtime), host="127.0.0.1", port=port, log_level="warning"
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_in_thread(create_app(settings, runtime)) as url:
+        yield f"{url}/mcp"
 
 
 @pytest.fixture(scope="module")
@@ -574,7 +562,12 @@ def test_graph_tools_round_trip(settings: Settings, elephant: Elephant) -> None:
     assert found["total_matched"] >= 2 and found["truncated"] is True
     assert len(found["entities"]) == 1
     page = run(call(full, "read_graph", limit=2))
-    assert page["total"] >= 3 and page["next_offset"] == 2 and len(page["entities"]) == 2
+    assert page["total"] >= 3 and page["next_offset"] == 2 and len(page["items"]) == 2
+    assert "entities" not in page  # the API's deprecated copy is left out of the tool answer
+    following = run(call(full, "read_graph", limit=2, cursor=page["next_cursor"]))
+    assert following["items"] and following["items"][0]["name"] not in {
+        entity["name"] for entity in page["items"]
+    }
     revised = run(
         call(
             full,

@@ -39,7 +39,7 @@ from app.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from app.services import audit
+from app.services import audit, server_link
 from app.services.auth import (
     LOCAL,
     TENANT_HEADER,
@@ -56,6 +56,9 @@ PUBLIC = {"scope": "public"}
 READ = {"scope": "read"}
 WRITE = {"scope": "write"}
 ADMIN = {"scope": "admin"}
+# An admin read that changes nothing and is polled (a Prometheus scrape): denials are still
+# audited, successes are not (one audit row per scrape would flood the log).
+ADMIN_UNAUDITED = {"scope": "admin", "audit": False}
 MCP = {"scope": "mcp"}
 ROUTE_SCOPES = frozenset({"public", "read", "write", "admin", "mcp"})
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -73,9 +76,15 @@ class AccessMiddleware(ASGIMiddleware):
     scopes = (ScopeType.HTTP,)
 
     def __init__(
-        self, settings: Settings, get_elephant: Callable[[], Elephant], bind: str | None = None
+        self,
+        settings: Settings,
+        get_elephant: Callable[[], Elephant],
+        bind: str | None = None,
+        link_token: str | None = None,
     ) -> None:
         self.settings = settings
+        # `elephant serve`'s per-run token for the local CLI (app/services/server_link.py).
+        self.link_token = link_token
         self.get_elephant = get_elephant
         self.allowed_hosts = allowed_hosts(settings, bind)
         self.cors_origins = frozenset(settings.server.cors_origins)
@@ -106,7 +115,7 @@ class AccessMiddleware(ASGIMiddleware):
             await self._audit_denial(exc, scope, principal, client)
             raise
         scope["auth"] = Access(principal, tenant)
-        if required != "admin":
+        if required != "admin" or scope["route_handler"].opt.get("audit") is False:
             await next_app(scope, receive, send)
             return
         status: list[int] = []
@@ -176,6 +185,8 @@ class AccessMiddleware(ASGIMiddleware):
             raise Forbidden(f"cross-site request refused (Sec-Fetch-Site: {fetch_site})")
 
     async def _principal(self, headers: Headers, client: str | None) -> Principal:
+        if server_link.accepts(headers.get("authorization"), client, self.link_token):
+            return server_link.principal()
         if self.settings.auth.mode == "local":
             return LOCAL
         token = bearer_token(headers.get("authorization"))

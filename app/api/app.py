@@ -11,18 +11,21 @@ from litestar.di import Provide
 from litestar.handlers import ASGIRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.routes import HTTPRoute
+from litestar.types import BeforeMessageSendHookHandler
 
 from app import __version__
 from app.api.access import PUBLIC, AccessMiddleware, check_route_scopes
 from app.api.deps import REQUEST_DEPENDENCIES
+from app.api.error_shape import ErrorShape
 from app.api.errors import EXCEPTION_HANDLERS
 from app.api.graph import GraphController
 from app.api.health import HealthController
 from app.api.keys import KeysController
 from app.api.memory import MemoryController
+from app.api.metrics import RequestTiming, metrics_route, observe_response
 from app.api.params import check_url_text
 from app.api.records import RecordsController
-from app.api.request_id import add_request_id
+from app.api.request_id import RequestLogContext, add_request_id
 from app.api.requests import ElephantRequest
 from app.api.search import SearchController
 from app.api.sessions import SessionsController
@@ -37,11 +40,16 @@ OPENAPI_PATH = "/schema"
 
 
 def create_app(
-    settings: Settings, elephant: Elephant | None = None, *, bind: str | None = None
+    settings: Settings,
+    elephant: Elephant | None = None,
+    *,
+    bind: str | None = None,
+    link_token: str | None = None,
 ) -> Litestar:
     """Build the app. Given an ``elephant`` the caller owns it; otherwise the app opens one
     at start-up (with the in-process worker when worker.enabled) and closes it at shutdown.
-    ``bind`` (the address served on) joins the default allowed hosts."""
+    ``bind`` (the address served on) joins the default allowed hosts; ``link_token`` is
+    the local CLI's credential (app/services/server_link.py)."""
     holder: dict[str, Elephant] = {}
     if elephant is not None:
         holder["elephant"] = elephant
@@ -69,18 +77,26 @@ def create_app(
     # runs in the app's lifespan.
     mounts: list[ASGIRouteHandler] = []
     lifespan: list[Callable[[Litestar], AbstractAsyncContextManager[None]]] = []
+    before_send: list[BeforeMessageSendHookHandler] = [add_request_id, observe_response]
     if settings.mcp.mount_in_api:
-        from app.api.mcp import mcp_mount
+        from app.api.mcp import log_mount_path, mcp_mount
 
         mcp_endpoint, mcp_lifespan = mcp_mount(settings, provide_elephant)
         mounts.append(mcp_endpoint)
         lifespan.append(mcp_lifespan)
+        before_send.append(log_mount_path)
+
+    scrape = (
+        [metrics_route(settings, lambda: holder.get("elephant"))]
+        if settings.metrics.enabled
+        else []
+    )
 
     cors = None
     if settings.server.cors_origins:
         cors = CORSConfig(
             allow_origins=list(settings.server.cors_origins),
-            allow_methods=["GET", "POST", "PUT", "DELETE"],
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
             allow_headers=["Authorization", "Content-Type", TENANT_HEADER],
         )
     app = Litestar(
@@ -94,9 +110,15 @@ def create_app(
             SessionsController,
             TenantController,
             *mounts,
+            *scrape,
         ],
-        middleware=[AccessMiddleware(settings, provide_elephant, bind)],
-        before_send=[add_request_id],
+        middleware=[
+            ErrorShape(),  # outermost: reshapes errors written outside the exception handlers
+            RequestLogContext(),
+            RequestTiming(),
+            AccessMiddleware(settings, provide_elephant, bind, link_token),
+        ],
+        before_send=before_send,
         cors_config=cors,
         request_max_body_size=settings.server.max_body_bytes,
         dependencies={
@@ -111,6 +133,7 @@ def create_app(
         on_shutdown=[shutdown],
         lifespan=lifespan,
         openapi_config=OpenAPIConfig(title="Elephant", version=__version__, path=OPENAPI_PATH),
+        logging_config=None,  # app.logs sets up logging (Litestar's default would redo the root's)
         debug=False,
     )
     handlers = []

@@ -4,7 +4,8 @@ Every error answers ``{"error": code, "message": text, "details"?}``: Elephant's
 own errors, pydantic's (a service request built inside a handler), Litestar's
 (404 unknown path, 405, 400 malformed JSON, 413, 415...), and anything unexpected,
 which is a 500 ``internal_error`` that says nothing of the internals and is logged
-with its traceback.
+with its traceback. Error responses written outside Litestar's exception handling
+(the OpenAPI pages, the MCP mount) are reshaped by app/api/error_shape.py.
 """
 
 from __future__ import annotations
@@ -94,12 +95,22 @@ def http_error_handler(request: Request[Any, Any, Any], exc: HTTPException) -> R
     shape, keeping the status and headers (Allow on a 405)."""
     if exc.status_code >= 500:
         return internal_error_handler(request, exc)
-    code = _CODES.get(exc.status_code) or _snake(exc.status_code)
+    message = str(exc.detail)
+    if exc.status_code == 404 and message == "Not Found":  # the router: no such path
+        message = f"nothing at {request.url.path}: the endpoints are listed at /schema"
+    elif exc.status_code == 405 and exc.headers and exc.headers.get("allow"):
+        message = f"{request.method} is not allowed here; allowed: {exc.headers['allow']}"
     return Response(
-        content={"error": code, "message": str(exc.detail)},
+        content={"error": error_code(exc.status_code), "message": message},
         status_code=exc.status_code,
         headers=exc.headers,
     )
+
+
+def error_code(status: int) -> str:
+    """The ``error`` of a status no ElephantError named: ours when one has that status,
+    else the HTTP phrase in snake case (``method_not_allowed``)."""
+    return _CODES.get(status) or _snake(status)
 
 
 def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:

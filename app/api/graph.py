@@ -1,4 +1,7 @@
-"""Knowledge-graph endpoints: record, decisions, revise, invalidate, delete, bounded reads."""
+"""Knowledge-graph endpoints: record, decisions, revise, invalidate, delete, bounded reads.
+
+The reads take ``query`` (``q``, its old name, is still accepted) and read_graph
+pages by ``cursor``."""
 
 from __future__ import annotations
 
@@ -6,9 +9,10 @@ from typing import Annotated
 
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
-from litestar.params import JSONBody, Parameter
+from litestar.params import JSONBody, Parameter, QueryParameter
 
 from app.api.access import ADMIN, READ, WRITE
+from app.api.params import Cursor, DeprecatedQ, QueryText, one_query
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.models import (
@@ -17,7 +21,6 @@ from app.services.graph.models import (
     DecisionResult,
     EntitiesDeleted,
     EntitiesIn,
-    GraphPage,
     InvalidateIn,
     NamesIn,
     Neighbourhood,
@@ -211,7 +214,8 @@ class GraphController(Controller):
         self,
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
-        q: Annotated[str, Parameter(min_length=1, max_length=2000, description="The query.")],
+        query_text: QueryText = None,
+        q: DeprecatedQ = None,
         domain: Annotated[str | None, Parameter(description="Only this domain.")] = None,
         entity_type: Annotated[str | None, Parameter(description="Only this role.")] = None,
         limit: Limit = 10,
@@ -222,7 +226,7 @@ class GraphController(Controller):
         return reads.search_nodes(
             elephant,
             tenant,
-            q,
+            one_query(query_text, q) or "",
             domain=domain,
             entity_type=entity_type,
             limit=limit,
@@ -250,14 +254,18 @@ class GraphController(Controller):
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         offset: Annotated[
-            int, Parameter(ge=0, le=reads.MAX_OFFSET, description="Entities to skip.")
+            int,
+            Parameter(ge=0, le=reads.MAX_OFFSET, description="Entities to skip (prefer cursor)."),
         ] = 0,
         limit: Limit = 50,
         summary: Annotated[
             bool, Parameter(description="Counts only (true) or observations and relations.")
         ] = True,
-    ) -> GraphPage:
-        return reads.read_graph(elephant, tenant, offset=offset, limit=limit, summary=summary)
+        cursor: Cursor = None,
+    ) -> reads.EntityPage:
+        return reads.read_graph(
+            elephant, tenant, offset=offset, limit=limit, summary=summary, cursor=cursor
+        )
 
     @get(
         "/",
@@ -269,12 +277,20 @@ class GraphController(Controller):
         self,
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
+        query_text: Annotated[
+            str | None,
+            QueryParameter(
+                name="query", max_length=2000, description="Entity name (none: first page)."
+            ),
+        ] = None,
         q: Annotated[
-            str | None, Parameter(max_length=2000, description="Entity name (none: first page).")
+            str | None, Parameter(max_length=2000, description="Deprecated: the old name of query.")
         ] = None,
         limit: Limit = 50,
         hops: Annotated[
             int, Parameter(ge=1, le=reads.MAX_HOPS, description="Hops from the seeds, 1-3.")
         ] = 1,
     ) -> Neighbourhood:
-        return reads.neighbourhood(elephant, tenant, q, limit=limit, hops=hops)
+        return reads.neighbourhood(
+            elephant, tenant, one_query(query_text, q, required=False), limit=limit, hops=hops
+        )

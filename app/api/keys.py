@@ -9,13 +9,16 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.access import ADMIN, Access
+from app.api.params import Cursor, PageLimit
 from app.errors import Forbidden
 from app.services import audit, keys
 from app.services.audit import AuditLog
 from app.services.keys import CreatedKey, KeyIn, KeyInfo, KeyList
 from app.services.runtime import Elephant
 
-Limit = Annotated[int, Parameter(ge=1, le=500, description="1-500.")]
+AuditLimit = Annotated[
+    int, Parameter(ge=1, le=audit.MAX_LIMIT, description=f"1-{audit.MAX_LIMIT} per page.")
+]
 MAX_OFFSET = 1_000_000  # beyond bigint an OFFSET is a database error, beyond this a mistake
 
 
@@ -33,7 +36,7 @@ class KeysController(Controller):
         keys.check_grant(principal, data)
         return keys.create_key(elephant.db, data, created_by=principal.prefix or principal.name)
 
-    @get("/keys", sync_to_thread=True, opt=ADMIN, summary="API keys of this tenant")
+    @get("/keys", sync_to_thread=True, opt=ADMIN, summary="API keys of this tenant, paged")
     def list_keys(
         self,
         access: NamedDependency[Access],
@@ -42,9 +45,17 @@ class KeysController(Controller):
         all_tenants: Annotated[
             bool, Parameter(description="Every tenant's keys (all-tenant admin keys only).")
         ] = False,
+        limit: PageLimit = 200,
+        cursor: Cursor = None,
     ) -> KeyList:
         tenant = _scope_of_listing(access, all_tenants)
-        return KeyList(keys.list_keys(elephant.db, tenant=tenant, include_revoked=include_revoked))
+        return keys.key_page(
+            elephant.db,
+            tenant=tenant,
+            include_revoked=include_revoked,
+            limit=limit,
+            cursor=cursor,
+        )
 
     @post(
         "/keys/{prefix:str}/revoke",
@@ -67,20 +78,22 @@ class KeysController(Controller):
             revoked_by=access.principal.prefix or access.principal.name,
         )
 
-    @get("/audit", sync_to_thread=True, opt=ADMIN, summary="Audit log, newest first")
+    @get("/audit", sync_to_thread=True, opt=ADMIN, summary="Audit log, newest first, paged")
     def audit_log(
         self,
         access: NamedDependency[Access],
         elephant: NamedDependency[Elephant],
-        limit: Limit = 50,
-        offset: Annotated[int, Parameter(ge=0, le=MAX_OFFSET, description="Entries to skip.")] = 0,
+        limit: AuditLimit = 50,
+        offset: Annotated[
+            int, Parameter(ge=0, le=MAX_OFFSET, description="Entries to skip (prefer cursor).")
+        ] = 0,
+        cursor: Cursor = None,
         all_tenants: Annotated[
             bool, Parameter(description="Every tenant's entries (all-tenant admin keys only).")
         ] = False,
     ) -> AuditLog:
         tenant = _scope_of_listing(access, all_tenants)
-        found = audit.entries(elephant.db, tenant=tenant, limit=limit, offset=offset)
-        return AuditLog(found, offset)
+        return audit.page(elephant.db, tenant=tenant, limit=limit, offset=offset, cursor=cursor)
 
 
 def _scope_of_listing(access: Access, all_tenants: bool) -> str | None:

@@ -1,20 +1,30 @@
-"""The MCP server mounted in the API at /mcp (streamable HTTP), with its lifespan."""
+"""The MCP server mounted in the API at /mcp (streamable HTTP), with its lifespan.
+
+Each POST's JSON-RPC method (and tool name, for tools/call) is bound to the request's
+log lines, uvicorn's access line included (``POST /mcp ... [rpc=tools/call tool=search]``).
+"""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+from urllib.parse import unquote
 
 from litestar import Litestar, asgi
 from litestar.handlers import ASGIRouteHandler
-from litestar.types import Receive, Scope, Send
+from litestar.types import Message, Receive, ReceiveMessage, Scope, Send
 
+from app import logs
 from app.api.access import MCP
 from app.config import Settings
 from app.mcp.http import build_http_server, http_app
 from app.services.runtime import Elephant
 
 MOUNT_PATH = "/mcp"
+# Bodies past this size are not parsed for their method (the tool still runs).
+SNIFF_BYTES = 65536
 
 
 def mcp_mount(
@@ -25,7 +35,17 @@ def mcp_mount(
 
     @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, opt=MCP)
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
-        await app(scope, receive, send)  # type: ignore[arg-type]
+        if scope.get("method") != "POST":
+            await app(scope, receive, send)  # type: ignore[arg-type]
+            return
+        first = await receive()
+        pending = [first]
+
+        async def replay() -> ReceiveMessage:
+            return pending.pop() if pending else await receive()
+
+        with logs.bound(**rpc_fields(first)):
+            await app(scope, replay, send)  # type: ignore[arg-type]
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
@@ -33,3 +53,33 @@ def mcp_mount(
             yield
 
     return mcp_endpoint, lifespan
+
+
+def rpc_fields(message: ReceiveMessage) -> dict[str, str | None]:
+    """The JSON-RPC method of a one-chunk body, and the tool a tools/call names."""
+    body = message.get("body", b"") if message["type"] == "http.request" else b""
+    if message.get("more_body") or not body or len(body) > SNIFF_BYTES:
+        return {}
+    try:
+        call: Any = json.loads(body)
+    except ValueError:
+        return {}
+    if not isinstance(call, dict) or not isinstance(call.get("method"), str):
+        return {}
+    params = call.get("params")
+    tool = params.get("name") if isinstance(params, dict) else None
+    method = str(call["method"])[:64]
+    return {
+        "rpc": method,
+        "tool": str(tool)[:64] if method == "tools/call" and isinstance(tool, str) else None,
+    }
+
+
+async def log_mount_path(message: Message, scope: Scope) -> None:
+    """before_send hook: Litestar hands a mounted app the path without the mount's prefix,
+    and uvicorn's access line reads it from the same scope: put back the path as sent."""
+    handler = scope.get("route_handler")
+    if message["type"] == "http.response.start" and getattr(handler, "is_mount", False):
+        raw = scope.get("raw_path")
+        if isinstance(raw, bytes):
+            scope["path"] = unquote(raw.decode("latin-1"))

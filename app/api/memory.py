@@ -11,6 +11,7 @@ from litestar.params import JSONBody, Parameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.access import ADMIN, READ, WRITE
+from app.api.params import Cursor, PageLimit
 from app.services import admission, contradictions, queue
 from app.services.admission import GateMetrics
 from app.services.commit import (
@@ -28,7 +29,6 @@ from app.services.inputs import Real
 from app.services.runtime import Elephant
 
 Wait = Annotated[bool, Parameter(description="Run fact extraction now and return when it is done.")]
-Limit = Annotated[int, Parameter(ge=1, le=200, description="1-200.")]
 
 
 class ThresholdIn(BaseModel):
@@ -118,27 +118,29 @@ class MemoryController(Controller):
         "/contradictions",
         sync_to_thread=True,
         opt=READ,
-        summary="Detected contradictions, newest first",
+        summary="Detected contradictions, newest first, paged",
     )
     def contradictions(
         self,
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
-        limit: Limit = 50,
+        limit: PageLimit = 50,
+        cursor: Cursor = None,
     ) -> ContradictionList:
-        return ContradictionList(contradictions.recent(elephant, tenant, limit))
+        return contradictions.recent(elephant, tenant, limit, cursor)
 
     @get(
         "/jobs",
         sync_to_thread=True,
         opt=ADMIN,
-        summary="The tenant's background jobs (failures stay)",
+        summary="The tenant's background jobs (failures stay), newest first, paged",
     )
     def jobs(
         self,
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
         status: Annotated[str | None, Parameter(pattern="^(queued|running|done|failed)$")] = None,
-        limit: Limit = 50,
+        limit: PageLimit = 50,
+        cursor: Cursor = None,
     ) -> queue.JobsOverview:
-        return queue.overview(elephant.db, tenant, status, limit)
+        return queue.overview(elephant.db, tenant, status, limit, cursor)

@@ -1,22 +1,26 @@
-"""Erasure and records endpoints: erase a target, list / read / delete memories and facts."""
+"""Erasure and records endpoints: erase a target; list, read, update and delete memories;
+list, read and delete facts. Lists page by ``cursor`` (``offset`` still works)."""
 
 from __future__ import annotations
 
 from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, delete, get, patch, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
-from app.api.access import ADMIN, READ
+from app.api.access import ADMIN, READ, WRITE
+from app.api.params import Cursor
 from app.services import records
 from app.services.auth import Principal
 from app.services.erasure import EraseIn, ErasureReport, erase
 from app.services.runtime import Elephant
 
 Limit = Annotated[int, Parameter(ge=1, le=records.MAX_LIMIT, description="1-200 per page.")]
-Offset = Annotated[int, Parameter(ge=0, le=records.MAX_OFFSET, description="Rows to skip.")]
+Offset = Annotated[
+    int, Parameter(ge=0, le=records.MAX_OFFSET, description="Rows to skip (prefer cursor).")
+]
 MemoryId = Annotated[UUID, PathParameter(description="The memory's id.")]
 FactId = Annotated[UUID, PathParameter(description="The fact's id.")]
 Source = Annotated[str | None, Parameter(min_length=1, max_length=100, description="Source.")]
@@ -55,6 +59,7 @@ class RecordsController(Controller):
         ] = None,
         limit: Limit = 50,
         offset: Offset = 0,
+        cursor: Cursor = None,
     ) -> records.MemoryPage:
         return records.list_memories(
             elephant,
@@ -64,6 +69,7 @@ class RecordsController(Controller):
             conversation=conversation,
             limit=limit,
             offset=offset,
+            cursor=cursor,
         )
 
     @get(
@@ -79,6 +85,22 @@ class RecordsController(Controller):
         memory_id: MemoryId,
     ) -> records.MemoryRecord:
         return records.get_memory(elephant, tenant, memory_id)
+
+    @patch(
+        "/memories/{memory_id:uuid}",
+        sync_to_thread=True,
+        opt=WRITE,
+        summary="Change a memory's importance, source or metadata (its text is evidence: "
+        "commit a correction instead)",
+    )
+    def update_memory(
+        self,
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        memory_id: MemoryId,
+        data: JSONBody[records.MemoryPatch],
+    ) -> records.MemoryRecord:
+        return records.update_memory(elephant, tenant, memory_id, data)
 
     @delete(
         "/memories/{memory_id:uuid}",
@@ -110,6 +132,7 @@ class RecordsController(Controller):
         memory_id: Annotated[UUID | None, Parameter(description="Facts of this memory.")] = None,
         limit: Limit = 50,
         offset: Offset = 0,
+        cursor: Cursor = None,
     ) -> records.FactPage:
         return records.list_facts(
             elephant,
@@ -119,6 +142,7 @@ class RecordsController(Controller):
             memory_id=memory_id,
             limit=limit,
             offset=offset,
+            cursor=cursor,
         )
 
     @get("/facts/{fact_id:uuid}", sync_to_thread=True, opt=READ, summary="One fact")

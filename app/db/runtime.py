@@ -265,6 +265,7 @@ class Database:
             conn.execute(
                 sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.worker_role))
             )
+        conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
         conn.commit()
 
     def forget_tenant(self, tenant_id: str) -> None:
@@ -378,6 +379,8 @@ class Database:
             conn.execute(
                 sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.app_role))
             )
+        # Times leave the database in UTC (the API writes them with Z) whatever the server's zone.
+        conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
         if age:
             # Cypher resolves AGE's functions through the search path; ag_catalog goes last.
             conn.execute("SELECT set_config('search_path', '\"$user\", public, ag_catalog', false)")

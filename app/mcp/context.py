@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastmcp import FastMCP
 from fastmcp.server.auth import AccessToken
 from fastmcp.server.dependencies import get_access_token, get_http_headers, get_server
 
 from app.config import Settings
-from app.services.auth import LOCAL, TENANT_HEADER, Principal
-from app.services.runtime import Elephant
+
+if TYPE_CHECKING:  # the services are imported where first used: `elephant mcp` starts fast
+    from app.services.auth import Principal
+    from app.services.runtime import Elephant
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class McpRuntime:
         """With an API key: the key's tenant (an all-tenant admin key may name one in
         X-Elephant-Tenant). Without (stdio, auth.mode local): the header over HTTP, else
         mcp.tenant, else tenant.default."""
+        from app.services.auth import LOCAL, TENANT_HEADER
+
         header = get_http_headers().get(TENANT_HEADER.lower())
         default = self.settings.mcp.tenant or self.settings.tenant.default
         principal = principal_of(get_access_token())
@@ -40,6 +44,8 @@ def principal_of(token: AccessToken | None) -> Principal | None:
     """The key behind an MCP request (set by ApiKeyVerifier), or None without keys."""
     if token is None:
         return None
+    from app.services.auth import Principal
+
     tenant = token.claims.get("tenant")
     return Principal(
         name=str(token.claims.get("name", "")),

@@ -103,15 +103,23 @@ def open_nodes(
 
 @GRAPH_TOOLS.tool("read")
 def read_graph(
-    offset: Annotated[int, Field(ge=0, description="Entities to skip.")] = 0,
+    cursor: Annotated[str | None, Field(description="next_cursor of the last page.")] = None,
     limit: Annotated[int, Field(ge=1, le=200, description="Entities per page.")] = 50,
     summary: Annotated[bool, Field(description="Counts only, no observation texts.")] = True,
+    offset: Annotated[int, Field(ge=0, description="Entities to skip (or cursor).")] = 0,
 ) -> dict[str, Any]:
-    """One page of the graph in name order, with total and next_offset for the next page."""
+    """One page of the graph in name order, with total and next_cursor for the next page."""
     runtime = current()
-    return reads.read_graph(
-        runtime.elephant, runtime.tenant(), offset=offset, limit=limit, summary=summary
+    page = reads.read_graph(
+        runtime.elephant,
+        runtime.tenant(),
+        offset=offset,
+        limit=limit,
+        summary=summary,
+        cursor=cursor,
     ).to_dict()
+    page.pop("entities", None)  # the API's deprecated copy of items: not worth an agent's tokens
+    return page
 
 
 # ------------------------------------------------------------------ write

@@ -169,14 +169,14 @@ def search(
 
 @MEMORY.tool("read")
 def reflect(
-    question: Annotated[str, Field(min_length=1, max_length=4000, description="The question.")],
+    query: Annotated[str, Field(min_length=1, max_length=4000, description="The question.")],
     limit: Annotated[int | None, Field(ge=1, le=60, description="Sources to read.")] = None,
 ) -> ReflectToolResult:
     """Answer a question from memory with numbered source citations [n]. Without an LLM
     configured it returns the sources only."""
     runtime = current()
     result = reflect_service.reflect(
-        runtime.elephant, runtime.tenant(), reflect_service.ReflectIn(q=question, limit=limit)
+        runtime.elephant, runtime.tenant(), reflect_service.ReflectIn(q=query, limit=limit)
     )
     compact = ReflectToolResult(
         answer=result.answer,

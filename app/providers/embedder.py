@@ -7,11 +7,14 @@ way the sentence-transformers recipe defines this model, without that package.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -49,15 +52,14 @@ def _bundled_model_dir() -> Path:
 
 
 class LocalEmbedder:
-    """A Hugging Face encoder on this machine: mean pooling over the attention mask."""
+    """A Hugging Face encoder on this machine: mean pooling over the attention mask.
+
+    Built cheaply: the model directory and its vector size (config.json) are checked at
+    once, but torch and transformers are imported and the weights read only when a text
+    is first embedded, or earlier by :meth:`warm_up` in the background. A CLI command or
+    an MCP start that never embeds never pays the seconds that costs."""
 
     def __init__(self, settings: EmbeddingSettings) -> None:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-
         if settings.model == DEFAULT_MODEL:
             path = _bundled_model_dir()
         else:
@@ -68,24 +70,61 @@ class LocalEmbedder:
                     "local model directory (this machine cannot download models)"
                 )
         self.model_name = settings.model
-        self._torch = torch
-        self._device = torch.device(settings.device)
-        self._tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        self._model = AutoModel.from_pretrained(str(path), local_files_only=True)
-        self._model.to(self._device).eval()
-        self._batch_size = settings.batch_size
-        self._max_length = settings.max_length
-        self._query_prefix = settings.query_prefix
-        self._document_prefix = settings.document_prefix
-        self.dim = int(self._model.config.hidden_size)
+        self._settings = settings
+        self._path = path
+        self.dim = _hidden_size(path)
         if self.dim != settings.dim:
             raise ConfigError(
                 f"embedding model {settings.model} produces {self.dim}-d vectors but "
                 f"embedding.dim is {settings.dim}"
             )
+        self._batch_size = settings.batch_size
+        self._max_length = settings.max_length
+        self._query_prefix = settings.query_prefix
+        self._document_prefix = settings.document_prefix
+        self._loaded: _Loaded | None = None
+        self._load_lock = threading.Lock()  # one load; later callers wait for it
         self._lock = threading.Lock()  # one forward pass at a time; torch uses the cores
         self._pending_lock = threading.Lock()
         self._pending: list[_Pending] = []
+
+    @property
+    def loaded(self) -> bool:
+        """Whether torch and the weights are in this process yet."""
+        return self._loaded is not None
+
+    def warm_up(self) -> threading.Thread:
+        """Load the model in a background thread; the first embedding waits for it. A
+        failure is logged here and raised again to whoever embeds first."""
+
+        def load() -> None:
+            try:
+                self._model()
+            except Exception:
+                log.exception("loading embedding model %s failed", self.model_name)
+
+        thread = threading.Thread(target=load, name="embedder-warm-up", daemon=True)
+        thread.start()
+        return thread
+
+    def check_files(self) -> str:
+        """What the doctor can tell without loading the model: its files are there and say
+        the configured size (the vectors themselves are checked where it is loaded)."""
+        missing = [] if (self._path / "tokenizer_config.json").is_file() else ["a tokenizer"]
+        if not any((self._path / name).is_file() for name in _WEIGHTS):
+            missing.append(" or ".join(_WEIGHTS))
+        if missing:
+            raise ConfigError(f"model directory {self._path} lacks {', '.join(missing)}")
+        return f"{self.model_name}, {self.dim} dimensions (files checked; not loaded here)"
+
+    def _model(self) -> _Loaded:
+        loaded = self._loaded
+        if loaded is not None:
+            return loaded
+        with self._load_lock:
+            if self._loaded is None:
+                self._loaded = _load(self._path, self._settings.device, self.model_name)
+            return self._loaded
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed([self._document_prefix + text for text in texts])
@@ -127,25 +166,67 @@ class LocalEmbedder:
             start += len(request.texts)
 
     def _forward(self, texts: list[str]) -> Vectors:
+        model = self._model()
+        torch = model.torch
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # Batches of similar length waste little compute on padding.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with self._torch.inference_mode():
+        with torch.inference_mode():
             for start in range(0, len(order), self._batch_size):
                 index = order[start : start + self._batch_size]
-                batch = self._tokenizer(
+                batch = model.tokenizer(
                     [texts[i] for i in index],
                     padding=True,
                     truncation=True,
                     max_length=self._max_length,
                     return_tensors="pt",
-                ).to(self._device)
-                hidden = self._model(**batch).last_hidden_state
+                ).to(model.device)
+                hidden = model.model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-                pooled = self._torch.nn.functional.normalize(pooled, p=2, dim=1)
+                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
                 out[index] = pooled.float().cpu().numpy()
         return out
+
+
+_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
+
+
+def _hidden_size(path: Path) -> int:
+    """A model's vector size from its config.json (no torch needed)."""
+    config = path / "config.json"
+    try:
+        return int(json.loads(config.read_text(encoding="utf-8"))["hidden_size"])
+    except FileNotFoundError:
+        raise ConfigError(f"model directory {path} has no config.json") from None
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError(f"{config} names no hidden_size: not an encoder model") from None
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    """torch, the device, the tokenizer and the model, once loaded."""
+
+    torch: Any
+    device: Any
+    tokenizer: Any
+    model: Any
+
+
+def _load(path: Path, device: str, name: str) -> _Loaded:
+    """Import torch and transformers and read the weights (seconds: done once, lazily)."""
+    started = time.monotonic()
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    target = torch.device(device)
+    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    model = AutoModel.from_pretrained(str(path), local_files_only=True)
+    model.to(target).eval()
+    log.info("embedding model %s loaded in %.1fs", name, time.monotonic() - started)
+    return _Loaded(torch=torch, device=target, tokenizer=tokenizer, model=model)
 
 
 class _Pending:
@@ -166,3 +247,44 @@ def build_embedder(settings: EmbeddingSettings) -> Embedder:
 
         return OllamaEmbedder(settings)
     return LocalEmbedder(settings)
+
+
+def local_model_dim(model: str) -> int:
+    """The vector size of a local model (all-MiniLM-L6-v2 or a model directory), read from its
+    config.json without loading it (no torch): a re-embed checks a target before any work."""
+    import json
+
+    path = _bundled_model_dir() if model == DEFAULT_MODEL else Path(model).expanduser()
+    config = path / "config.json"
+    if not config.is_file():
+        raise ConfigError(
+            f"embedding model {model!r} is neither {DEFAULT_MODEL!r} nor a local model "
+            "directory with a config.json (this machine cannot download models)"
+        )
+    try:
+        size = json.loads(config.read_text(encoding="utf-8"))["hidden_size"]
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError(f"{config} names no hidden_size: not an encoder model") from None
+    return int(size)
+
+
+def build_embedder_for(
+    base: EmbeddingSettings, model: str, dim: int | None = None, **changes: object
+) -> Embedder:
+    """An embedder for another model than ``base`` names (a re-embed's target), with base's
+    other settings (device, batch size, token limit) unless ``changes`` overrides them
+    (provider, query_prefix, document_prefix, ...). ``dim`` None: the local model's own
+    size; ollama needs it given."""
+    provider = str(changes.get("provider", base.provider))
+    if provider == "ollama":
+        if dim is None:
+            raise ConfigError(f"give the dimension of ollama model {model!r}")
+    else:
+        native = local_model_dim(model)
+        if dim is not None and dim != native:
+            raise ConfigError(f"{model} produces {native}-d vectors, not {dim}")
+        dim = native
+    settings = EmbeddingSettings.model_validate(
+        {**base.model_dump(), **changes, "model": model, "dim": dim}
+    )
+    return build_embedder(settings)

@@ -14,10 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-import anthropic
 import httpx
-import ollama
-from anthropic.types import AssistantMessageParam, MessageParam, TextBlock, UserMessageParam
 from pydantic import BaseModel, ValidationError
 
 from app.config import LLMSettings
@@ -219,6 +216,8 @@ class AnthropicLLM(_JSONChat):
         super().__init__(model=settings.model, max_retries=settings.max_retries)
         self.timeout_s = settings.timeout_s
         self.base_url = settings.anthropic_base_url
+        import anthropic  # imported with the provider: one-shot CLI commands never pay for it
+
         self._client = anthropic.Anthropic(
             api_key=settings.anthropic_api_key,
             base_url=settings.anthropic_base_url or None,
@@ -237,6 +236,14 @@ class AnthropicLLM(_JSONChat):
         schema: type[BaseModel],
         max_tokens: int,
     ) -> _Reply:
+        import anthropic
+        from anthropic.types import (
+            AssistantMessageParam,
+            MessageParam,
+            TextBlock,
+            UserMessageParam,
+        )
+
         params: list[MessageParam] = []
         for m in messages:
             if m["role"] == "assistant":
@@ -281,6 +288,8 @@ class OllamaLLM(_JSONChat):
         super().__init__(model=settings.model, max_retries=settings.max_retries)
         self.url = settings.ollama_url
         self.timeout_s = settings.timeout_s
+        import ollama  # imported with the provider, as anthropic
+
         self._client = ollama.Client(host=settings.ollama_url, timeout=settings.timeout_s)
 
     def close(self) -> None:
@@ -294,6 +303,8 @@ class OllamaLLM(_JSONChat):
         schema: type[BaseModel],
         max_tokens: int,
     ) -> _Reply:
+        import ollama
+
         try:
             response = self._client.chat(
                 model=self.model,

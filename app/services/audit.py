@@ -19,8 +19,11 @@ import psycopg
 
 from app.db.runtime import Connection, Database
 from app.errors import ElephantError
+from app.services import paging
 
 log = logging.getLogger(__name__)
+
+MAX_LIMIT = 500  # more than the other listings' 200: entries are small
 
 
 def write(
@@ -80,21 +83,52 @@ class AuditEntry:
 
 @dataclass(frozen=True, slots=True)
 class AuditLog:
-    """A page of entries, newest first, and the offset it starts at."""
+    """A page of entries, newest first: ``next_cursor`` continues (None: the last page).
+    ``entries`` repeats ``items`` and ``offset`` is where an offset page started (both
+    from before cursors; deprecated)."""
 
+    items: list[AuditEntry]
+    next_cursor: str | None
     entries: list[AuditEntry]
     offset: int
 
 
+LISTING = "audit"
+
+
 def entries(
-    db: Database, *, tenant: str | None, limit: int = 50, offset: int = 0
+    db: Database,
+    *,
+    tenant: str | None,
+    limit: int = 50,
+    offset: int = 0,
+    before: tuple[datetime, int] | None = None,
 ) -> list[AuditEntry]:
-    """Newest first; one tenant's entries, or every entry (tenant None: operators)."""
+    """Newest first; one tenant's entries, or every entry (tenant None: operators);
+    only those older than ``before`` (at, id) when given."""
+    at, row_id = before if before is not None else (None, None)
     with db.admin_connection() as conn:
         rows = conn.execute(
             "SELECT id, at, tenant_id, key_prefix, action, target, outcome, client, detail "
             "FROM audit_log WHERE (%s::text IS NULL OR tenant_id = %s) "
+            "AND (%s::timestamptz IS NULL OR (at, id) < (%s, %s)) "
             "ORDER BY at DESC, id DESC LIMIT %s OFFSET %s",
-            (tenant, tenant, limit, offset),
+            (tenant, tenant, at, at, row_id, limit, offset),
         ).fetchall()
     return [AuditEntry(*row) for row in rows]
+
+
+def page(
+    db: Database, *, tenant: str | None, limit: int, offset: int = 0, cursor: str | None = None
+) -> AuditLog:
+    """One page, after the cursor's entry when there is one (or ``offset`` entries in)."""
+    paging.check_limit(limit, MAX_LIMIT)
+    paging.exclusive(cursor, offset)
+    before = None
+    if cursor is not None:
+        at, row_id = paging.decode(LISTING, cursor, (datetime, int))
+        before = (at, row_id)
+    found = entries(db, tenant=tenant, limit=limit + 1, offset=offset, before=before)
+    items = found[:limit]
+    following = paging.encode(LISTING, (items[-1].at, items[-1].id)) if len(found) > limit else None
+    return AuditLog(items=items, next_cursor=following, entries=items, offset=offset)

@@ -17,6 +17,7 @@ from app.db.runtime import Connection
 from app.prompts import contradiction as contradiction_prompt
 from app.providers.embedder import Vectors
 from app.providers.llm import LLMError
+from app.services import paging
 from app.services.contradiction_rules import offline_contradiction
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
@@ -159,24 +160,42 @@ class Contradiction:
 
 @dataclass(frozen=True, slots=True)
 class ContradictionList:
-    """Detected contradictions, newest first."""
+    """Detected contradictions, newest first; ``next_cursor`` continues (None: the last
+    page). ``contradictions`` repeats ``items`` (its name before paging; deprecated)."""
 
+    items: list[Contradiction]
+    next_cursor: str | None
     contradictions: list[Contradiction]
 
 
-def recent(elephant: Elephant, tenant: str, limit: int) -> list[Contradiction]:
-    with elephant.db.tenant(tenant) as conn:
-        return list_contradictions(conn, limit)
+LISTING = "contradictions"
 
 
-def list_contradictions(conn: Connection, limit: int) -> list[Contradiction]:
+def recent(
+    elephant: Elephant, tenant: str, limit: int, cursor: str | None = None
+) -> ContradictionList:
+    """One page, newest first, after the cursor's contradiction when there is one."""
+    paging.check_limit(limit)
+    before = paging.decode(LISTING, cursor, (int,))[0] if cursor is not None else None
+    with elephant.db.reading(tenant) as conn:
+        found = list_contradictions(conn, limit + 1, before)
+    items = found[:limit]
+    following = paging.encode(LISTING, (items[-1].id,)) if len(found) > limit else None
+    return ContradictionList(items=items, next_cursor=following, contradictions=items)
+
+
+def list_contradictions(
+    conn: Connection, limit: int, before: int | None = None
+) -> list[Contradiction]:
+    """Newest first (by id), only those older than ``before`` when given."""
     rows = conn.execute(
         "SELECT c.id, c.detector, c.score, c.reason, c.created_at, "
         "o.id, o.text, o.valid_from, o.valid_to, o.status, "
         "n.id, n.text, n.valid_from, n.status "
         "FROM contradictions c JOIN facts o ON o.id = c.older_fact_id "
-        "JOIN facts n ON n.id = c.newer_fact_id ORDER BY c.id DESC LIMIT %s",
-        (limit,),
+        "JOIN facts n ON n.id = c.newer_fact_id "
+        "WHERE (%s::bigint IS NULL OR c.id < %s) ORDER BY c.id DESC LIMIT %s",
+        (before, before, limit),
     ).fetchall()
     return [
         Contradiction(

@@ -17,8 +17,10 @@ from msgspec import UnsetType
 
 from app.db.capabilities import NOT_WANTED
 from app.errors import ElephantError
-from app.services import queue
+from app.providers.embedder import LocalEmbedder
+from app.services import queue, reembed, server_link
 from app.services.health import SchemaReport, health
+from app.services.lifecycle.maintenance import state as maintenance_state
 from app.services.runtime import Elephant
 
 Level = Literal["ok", "warn", "fail"]
@@ -43,9 +45,12 @@ def diagnose(elephant: Elephant) -> Diagnosis:
     checks = [
         *_database(elephant),
         _embedder(elephant),
+        _server(elephant),
+        _reembed(elephant),
         *_rows(elephant),
         *_access(elephant),
         _reranker(elephant),
+        _maintenance(elephant),
     ]
     worst: Level = "ok"
     for check in checks:
@@ -106,6 +111,14 @@ def _database(elephant: Elephant) -> list[Check]:
 
 
 def _embedder(elephant: Elephant) -> Check:
+    """A local model not loaded in this process is checked by its files (loading it would
+    cost the CLI seconds of CPU); a loaded one, or a remote provider, embeds a probe."""
+    embedder = elephant.embedder
+    if isinstance(embedder, LocalEmbedder) and not embedder.loaded:
+        try:
+            return Check("embedder", "ok", embedder.check_files())
+        except ElephantError as exc:
+            return Check("embedder", "fail", f"cannot load: {exc.message}")
     try:
         vector = elephant.embedder.embed_queries(["doctor probe"])[0]
     except ElephantError as exc:
@@ -119,6 +132,35 @@ def _embedder(elephant: Elephant) -> Check:
             f"{elephant.settings.embedding.dim}",
         )
     return Check("embedder", "ok", f"{elephant.settings.embedding.model}, {size} dimensions")
+
+
+def _reembed(elephant: Elephant) -> Check:
+    """A re-embed's progress (app/services/reembed.py), or whether embedding.model names the
+    model the vectors are from (after a re-embed the configuration must follow)."""
+    try:
+        state = reembed.status(elephant)
+    except (ElephantError, psycopg.Error) as exc:
+        return Check("re-embed", "warn", f"cannot read the re-embed state: {exc}")
+    if state.active:
+        level: Level = "warn" if state.last_error else "ok"
+        return Check("re-embed", level, f"in progress: {state.describe()}")
+    configured = elephant.settings.embedding
+    if (state.model, state.dim) != (configured.model, configured.dim):
+        return Check(  # a dimension mismatch also fails "embedding dimension"
+            "re-embed", "warn" if state.dim == configured.dim else "fail",
+            f"the vectors are {state.model} ({state.dim}-d) but embedding.model is "
+            f"{configured.model} ({configured.dim}-d): set embedding.model and embedding.dim "
+            "to the database's (after a re-embed), or re-embed to the configured model",
+        )  # fmt: skip
+    return Check("re-embed", "ok", f"none in progress; vectors are {state.model}")
+
+
+def _server(elephant: Elephant) -> Check:
+    """Whether CLI commands that embed find a running server to borrow the model from."""
+    link = server_link.find(elephant.settings)
+    if link is None:
+        return Check("server", "ok", "none running here: CLI searches load the model themselves")
+    return Check("server", "ok", f"{link.url} (pid {link.pid}): CLI searches use its model")
 
 
 def _rows(elephant: Elephant) -> list[Check]:
@@ -212,3 +254,30 @@ def _reranker(elephant: Elephant) -> Check:
     except ElephantError as exc:
         return Check("reranker", "warn", f"{exc.message}: search falls back to the fused order")
     return Check("reranker", "ok", f"answers at {elephant.settings.reranker.url}")
+
+
+def _maintenance(elephant: Elephant) -> Check:
+    """Maintenance jobs (app/services/lifecycle): last run and due tenants per kind; warns
+    when one has waited over an hour (no worker running?)."""
+    try:
+        kinds = maintenance_state(elephant)
+    except (ElephantError, psycopg.Error) as exc:
+        return Check("maintenance", "warn", f"cannot read the maintenance state: {exc}")
+    parts, stalled, failed = [], 0, 0
+    for kind in kinds:
+        last = "never" if kind.last_run is None else f"last {kind.last_run:%Y-%m-%d %H:%M}"
+        every = f"every {kind.every_hours:g} h" if kind.every_hours else "not scheduled"
+        jobs = (
+            f", {kind.queued} queued, {kind.running} running" if kind.queued + kind.running else ""
+        )
+        due = f", due for {kind.due} tenants" if kind.due else ""
+        parts.append(f"{kind.kind}: {every}, {last}{jobs}{due}")
+        stalled += kind.waiting_over_hour
+        failed += kind.failed
+    detail = "; ".join(parts)
+    if stalled:
+        return Check("maintenance", "warn", f"{stalled} jobs queued over an hour (is a worker "
+                     f"running? `elephant worker`): {detail}")  # fmt: skip
+    if failed:  # already a warning of the failed-jobs check
+        detail += f"; {failed} failed"
+    return Check("maintenance", "ok", detail)

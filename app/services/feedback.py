@@ -1,6 +1,9 @@
 """Feedback: a helpful memory or fact gains importance (+5), an unhelpful one loses 10.
 
-Importance stays within 0-100; every feedback is a row of the feedback table. REST
+Importance stays within 0-100; every feedback is a row of the feedback table. Helpful
+feedback is also a use: it refreshes the row's activation (last_accessed_at, access
+count; app/services/lifecycle/activation.py) and wakes it if it was dormant; unhelpful
+feedback only lowers importance, so the row decays faster. REST
 names the target (memory_id or fact_id); MCP passes the one id search returned, which
 ``give_feedback_on`` looks up as a memory, then as a fact.
 """
@@ -86,9 +89,12 @@ def _apply(
     """Move the target's importance and record the feedback; None if there is no target."""
     delta = HELPFUL_DELTA if helpful else UNHELPFUL_DELTA
     row = conn.execute(
-        f"UPDATE {_TABLES[kind]} SET importance = least(100, greatest(0, importance + %s)) "
+        f"UPDATE {_TABLES[kind]} SET importance = least(100, greatest(0, importance + %s)), "
+        "last_accessed_at = CASE WHEN %s THEN now() ELSE last_accessed_at END, "
+        "access_count = access_count + CASE WHEN %s THEN 1 ELSE 0 END, "
+        "dormant_at = CASE WHEN %s THEN NULL ELSE dormant_at END "
         "WHERE id = %s RETURNING importance",
-        (delta, target),
+        (delta, helpful, helpful, helpful, target),
     ).fetchone()
     if row is None:
         return None

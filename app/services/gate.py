@@ -17,6 +17,7 @@ from typing import Literal
 from app.db.runtime import Connection
 from app.prompts import gate as gate_prompt
 from app.providers.llm import LLMError
+from app.services import metrics
 from app.services.runtime import Elephant
 from app.services.scoring import offline_scores
 from app.services.text import preview
@@ -175,6 +176,8 @@ def log_decisions(
     rows: Sequence[tuple[GateVerdict, str | None, str, str, str, str]],
 ) -> None:
     """rows: (verdict, memory_id, kind, source, text, content_hash)."""
+    for verdict, _, kind, *_ in rows:
+        metrics.record_gate(kind, verdict.decision)
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO admission_log (tenant_id, memory_id, kind, source, text_preview, "

@@ -23,6 +23,7 @@ from app.errors import ElephantError
 from app.providers.llm import LLMError
 from app.services import passages, queue
 from app.services.facts.pipeline import run_extraction
+from app.services.lifecycle import maintenance
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
 
@@ -72,6 +73,7 @@ def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) ->
 HANDLERS: dict[str, Handler] = {
     "extract_facts": run_extraction,
     "embed_memories": backfill_embeddings,
+    **maintenance.HANDLERS,  # maintain_decay, maintain_dedup, ... (app/services/lifecycle)
 }
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from app.config import validate_tenant_id
 from app.db.runtime import Connection, Database
 from app.errors import Forbidden, InvalidInput, NotFound
-from app.services import audit
+from app.services import audit, paging
 from app.services.auth import SCOPES, Principal, Scope, secret_hash
 from app.services.inputs import ShortText
 
@@ -87,6 +87,11 @@ class KeyInfo:
 
 @dataclass(frozen=True, slots=True)
 class KeyList:
+    """A page of keys, oldest first: ``next_cursor`` continues (None: the last page);
+    ``keys`` repeats ``items`` (its name before paging; deprecated)."""
+
+    items: list[KeyInfo]
+    next_cursor: str | None
     keys: list[KeyInfo]
 
 
@@ -163,16 +168,55 @@ def create_key(db: Database, request: KeyIn, *, created_by: str = "cli") -> Crea
     return created
 
 
-def list_keys(db: Database, *, tenant: str | None, include_revoked: bool = False) -> list[KeyInfo]:
-    """Keys of one tenant (tenant given), or every key (None)."""
+def list_keys(
+    db: Database,
+    *,
+    tenant: str | None,
+    include_revoked: bool = False,
+    limit: int | None = None,
+    after: tuple[datetime, str] | None = None,
+) -> list[KeyInfo]:
+    """Keys of one tenant (tenant given), or every key (None); oldest first, only those
+    after ``after`` (created_at, prefix) when given."""
+    created, prefix = after if after is not None else (None, None)
     with db.admin_connection() as conn:
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM api_keys "
             "WHERE (%s::text IS NULL OR tenant_id = %s) AND (%s OR revoked_at IS NULL) "
-            "ORDER BY created_at, prefix",
-            (tenant, tenant, include_revoked),
+            "AND (%s::timestamptz IS NULL OR (created_at, prefix) > (%s, %s)) "
+            "ORDER BY created_at, prefix LIMIT %s",
+            (tenant, tenant, include_revoked, created, created, prefix, limit),
         ).fetchall()
     return [_info(row) for row in rows]
+
+
+KEYS_LISTING = "keys"
+
+
+def key_page(
+    db: Database,
+    *,
+    tenant: str | None,
+    include_revoked: bool = False,
+    limit: int = paging.MAX_LIMIT,
+    cursor: str | None = None,
+) -> KeyList:
+    """One page of keys, after the cursor's key when there is one."""
+    paging.check_limit(limit)
+    after = None
+    if cursor is not None:
+        created, prefix = paging.decode(KEYS_LISTING, cursor, (datetime, str))
+        after = (created, prefix)
+    found = list_keys(
+        db, tenant=tenant, include_revoked=include_revoked, limit=limit + 1, after=after
+    )
+    items = found[:limit]
+    following = (
+        paging.encode(KEYS_LISTING, (items[-1].created_at, items[-1].prefix))
+        if len(found) > limit
+        else None
+    )
+    return KeyList(items=items, next_cursor=following, keys=items)
 
 
 def revoke_key(

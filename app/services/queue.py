@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from app.db.runtime import Connection, Database
+from app.services import metrics, paging
 
 # A running job whose worker went silent this long is claimed again; the worker renews
 # it while the job runs (app/services/leases.py).
@@ -95,6 +96,7 @@ def complete(conn: Connection, job: Job) -> None:
         "last_error = NULL, lease_expires_at = NULL WHERE id = %s",
         (job.id,),
     )
+    metrics.record_job(job.kind, "done")
 
 
 def fail(conn: Connection, job: Job, error: str, backoff_s: float) -> str:
@@ -108,6 +110,7 @@ def fail(conn: Connection, job: Job, error: str, backoff_s: float) -> str:
         "finished_at = CASE WHEN %s THEN now() END WHERE id = %s",
         ("failed" if final else "queued", error[:2000], delay, final, job.id),
     )
+    metrics.record_job(job.kind, "failed" if final else "retry")
     return "failed" if final else "queued"
 
 
@@ -133,18 +136,27 @@ class JobInfo:
 
 @dataclass(frozen=True, slots=True)
 class JobsOverview:
-    """Jobs per status, and the latest jobs (newest first)."""
+    """Jobs per status, and one page of jobs (newest first): ``next_cursor`` continues
+    (None: the last page); ``jobs`` repeats ``items`` (its name before paging; deprecated)."""
 
     counts: dict[str, int]
+    items: list[JobInfo]
+    next_cursor: str | None
     jobs: list[JobInfo]
 
 
-def list_jobs(conn: Connection, state: str | None, limit: int) -> list[JobInfo]:
+JOBS_LISTING = "jobs"
+
+
+def list_jobs(
+    conn: Connection, state: str | None, limit: int, before: int | None = None
+) -> list[JobInfo]:
+    """Newest first (by id), only those older than ``before`` when given."""
     rows = conn.execute(
         "SELECT id, kind, status, attempts, max_attempts, run_after, last_error, created_at, "
         "finished_at FROM jobs WHERE (%s::text IS NULL OR status = %s) "
-        "ORDER BY id DESC LIMIT %s",
-        (state, state, limit),
+        "AND (%s::bigint IS NULL OR id < %s) ORDER BY id DESC LIMIT %s",
+        (state, state, before, before, limit),
     ).fetchall()
     return [JobInfo(*row) for row in rows]
 
@@ -154,6 +166,15 @@ def counts(conn: Connection) -> dict[str, int]:
     return {str(state): int(n) for state, n in rows}
 
 
-def overview(db: Database, tenant: str, state: str | None, limit: int) -> JobsOverview:
+def overview(
+    db: Database, tenant: str, state: str | None, limit: int, cursor: str | None = None
+) -> JobsOverview:
+    """The counts and one page of jobs, after the cursor's job when there is one."""
+    paging.check_limit(limit)
+    before = paging.decode(JOBS_LISTING, cursor, (int,))[0] if cursor is not None else None
     with db.tenant(tenant) as conn:
-        return JobsOverview(counts=counts(conn), jobs=list_jobs(conn, state, limit))
+        found = list_jobs(conn, state, limit + 1, before)
+        by_status = counts(conn)
+    items = found[:limit]
+    following = paging.encode(JOBS_LISTING, (items[-1].id,)) if len(found) > limit else None
+    return JobsOverview(counts=by_status, items=items, next_cursor=following, jobs=items)

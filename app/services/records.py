@@ -1,7 +1,12 @@
-"""Memories and facts as records: list a page, read one, delete one.
+"""Memories and facts as records: list a page, read one, update one, delete one.
 
 Reads run inside the caller's tenant (row-level security): an id of another
 tenant is simply not found, so a caller learns nothing about other tenants.
+Pages are newest first and continue by keyset cursor (app.services.paging), so a
+write between two pages neither repeats nor skips a row. An update changes a
+memory's importance, source or metadata, never its text: a memory is evidence
+(its facts, contradictions and search hits point at it), so a correction is a new
+note whose facts close the outdated ones, and nothing said earlier vanishes.
 Deleting goes through erasure, so what hangs off the row (derived facts, entity
 links, gate decisions, feedback, contradictions, jobs) goes in the same
 transaction and the deletion is audited.
@@ -9,16 +14,21 @@ transaction and the deletion is audited.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+import json
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from app.errors import InvalidInput, NotFound
+from app.services import paging
 from app.services.erasure import EraseIn, ErasureReport, erase
+from app.services.inputs import Label, Metadata, NonBlank, Real, check_metadata
 from app.services.runtime import Elephant
 
-MAX_LIMIT = 200
+MAX_LIMIT = paging.MAX_LIMIT
 MAX_OFFSET = 1_000_000
 
 MemoryKind = Literal["note", "window"]
@@ -88,17 +98,16 @@ class FactRecord:
 
 @dataclass(frozen=True, slots=True)
 class Page(Generic[R]):
-    """One page of rows, newest first, and where the next one starts (None: the last)."""
+    """One page of rows, newest first. ``next_cursor`` continues after its last row (None:
+    this is the last page); ``next_offset`` says the same for offset paging (None when
+    the page was asked for by cursor). ``total``: every row the filter matches."""
 
     items: list[R]
     total: int
     offset: int
     limit: int
-    next_offset: int | None = field(init=False)
-
-    def __post_init__(self) -> None:
-        following = self.offset + len(self.items)
-        object.__setattr__(self, "next_offset", following if following < self.total else None)
+    next_cursor: str | None
+    next_offset: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,11 +125,19 @@ class FactPage(Page[FactRecord]):
     items: list[FactRecord]
 
 
-def _check_page(limit: int, offset: int) -> None:
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidInput(f"limit must be 1-{MAX_LIMIT}, got {limit}")
+def _check_page(limit: int, offset: int, cursor: str | None) -> None:
+    paging.check_limit(limit, MAX_LIMIT)
     if not 0 <= offset <= MAX_OFFSET:
         raise InvalidInput(f"offset must be 0-{MAX_OFFSET}, got {offset}")
+    paging.exclusive(cursor, offset)
+
+
+def _after(listing: str, cursor: str | None) -> dict[str, Any]:
+    """The keyset parameters of a page: after (created_at, id) of the cursor's row."""
+    if cursor is None:
+        return {"after_at": None, "after_id": None}
+    after_at, after_id = paging.decode(listing, cursor, (datetime, UUID))
+    return {"after_at": after_at, "after_id": after_id}
 
 
 # ------------------------------------------------------------------ memories
@@ -155,9 +172,10 @@ def list_memories(
     conversation: str | None = None,
     limit: int = 50,
     offset: int = 0,
+    cursor: str | None = None,
 ) -> MemoryPage:
     """Newest first. ``conversation``: the caller's id for it or its uuid."""
-    _check_page(limit, offset)
+    _check_page(limit, offset, cursor)
     params = {
         "kind": kind,
         "source": source,
@@ -165,11 +183,13 @@ def list_memories(
         "conversation_uuid": _as_uuid(conversation),
         "limit": limit,
         "offset": offset,
+        **_after("memories", cursor),
     }
     rows, total = _page(
         elephant, tenant, _MEMORY_COLUMNS, f"{_MEMORY_FROM} {_MEMORY_FILTER}", "m", params
     )
-    return MemoryPage([MemoryRecord(*row) for row in rows], total, offset, limit)
+    items = [MemoryRecord(*row) for row in rows[:limit]]
+    return MemoryPage(items, total, offset, limit, *_next("memories", items, rows, params))
 
 
 def get_memory(elephant: Elephant, tenant: str, memory_id: UUID) -> MemoryRecord:
@@ -178,7 +198,77 @@ def get_memory(elephant: Elephant, tenant: str, memory_id: UUID) -> MemoryRecord
     )
     if row is None:
         raise NotFound(f"no memory with id {memory_id} in this tenant")
+    elephant.access.record(tenant, [str(memory_id)], [])  # a use: refreshes its activation
     return MemoryRecord(*row)
+
+
+class MemoryPatch(BaseModel):
+    """What ``PATCH /memories/{id}`` may change; fields left out stay as they are."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    importance: Real | None = Field(None, ge=0, le=100, description="0-100.")
+    source: Label | None = Field(None, description="Where it came from (its facts follow).")
+    metadata: Metadata | None = Field(
+        None, description="Merged into the memory's metadata key by key; a key set to null "
+        "is removed.",
+    )  # fmt: skip
+    text: NonBlank | None = Field(
+        None, description="Only the current text is accepted: to correct a memory, commit the "
+        "corrected note (its facts close the outdated ones) and delete this one if it was wrong.",
+    )  # fmt: skip
+
+
+TEXT_IS_EVIDENCE = (
+    "text: a memory's text is not changed in place (its facts, contradictions and search "
+    "hits point at it): commit the corrected text as a new note (POST /commit); its facts "
+    "go through contradiction detection and close this memory's outdated ones. Delete this "
+    "memory (DELETE /memories/{id}) if it was simply wrong."
+)
+
+
+def update_memory(
+    elephant: Elephant, tenant: str, memory_id: UUID, patch: MemoryPatch
+) -> MemoryRecord:
+    """Importance, source (its facts' too) and metadata, in one transaction on the row."""
+    if not patch.model_fields_set:
+        raise InvalidInput("give at least one of importance, source, metadata to change")
+    with elephant.db.tenant(tenant) as conn:
+        row = conn.execute(
+            "SELECT text, metadata FROM memories WHERE id = %s FOR UPDATE", (memory_id,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"no memory with id {memory_id} in this tenant")
+        if patch.text is not None and patch.text != row[0]:
+            raise InvalidInput(
+                TEXT_IS_EVIDENCE,
+                details={"fields": [{"key": "text", "message": "not changeable in place"}]},
+            )
+        metadata = dict(row[1])
+        for key, value in (patch.metadata or {}).items():
+            if value is None:
+                metadata.pop(key, None)
+            else:
+                metadata[key] = value
+        try:
+            check_metadata(metadata)
+        except ValueError as exc:
+            raise InvalidInput(f"metadata: once merged, {exc}") from None
+        conn.execute(
+            "UPDATE memories SET importance = coalesce(%s, importance), "
+            "source = coalesce(%s, source), metadata = %s::jsonb WHERE id = %s",
+            (patch.importance, patch.source, json.dumps(metadata), memory_id),
+        )
+        if patch.source is not None:
+            conn.execute(
+                "UPDATE facts SET source = %s WHERE memory_id = %s", (patch.source, memory_id)
+            )
+        updated = conn.execute(
+            f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.id = %s", (memory_id,)
+        ).fetchone()
+    if updated is None:  # not after FOR UPDATE in this transaction; kept for the types
+        raise NotFound(f"no memory with id {memory_id} in this tenant")
+    return MemoryRecord(*updated)
 
 
 def delete_memory(
@@ -216,26 +306,30 @@ def list_facts(
     memory_id: UUID | None = None,
     limit: int = 50,
     offset: int = 0,
+    cursor: str | None = None,
 ) -> FactPage:
     """Newest first; superseded and retracted facts included unless ``status`` says."""
-    _check_page(limit, offset)
+    _check_page(limit, offset, cursor)
     params = {
         "status": status,
         "source": source,
         "memory_id": memory_id,
         "limit": limit,
         "offset": offset,
+        **_after("facts", cursor),
     }
     rows, total = _page(
         elephant, tenant, _FACT_COLUMNS, f"FROM facts AS f {_FACT_FILTER}", "f", params
     )
-    return FactPage([_fact(row) for row in rows], total, offset, limit)
+    items = [_fact(row) for row in rows[:limit]]
+    return FactPage(items, total, offset, limit, *_next("facts", items, rows, params))
 
 
 def get_fact(elephant: Elephant, tenant: str, fact_id: UUID) -> FactRecord:
     row = _one(elephant, tenant, f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.id = %s", fact_id)
     if row is None:
         raise NotFound(f"no fact with id {fact_id} in this tenant")
+    elephant.access.record(tenant, [], [str(fact_id)])  # a use: refreshes its activation
     return _fact(row)
 
 
@@ -273,14 +367,36 @@ def _page(
     alias: str,
     params: dict[str, Any],
 ) -> tuple[list[tuple[Any, ...]], int]:
-    """One page, newest first, and the total the same filter matches (one transaction, on a
+    """One page plus one row (is there a next page?), newest first, after the cursor's row
+    when there is one, and the total the same filter matches (one transaction, on a
     replica when there is one). ``columns`` and ``source`` are this module's constants,
     never a caller's text."""
+    keyset = (
+        f" AND ({alias}.created_at, {alias}.id) < (%(after_at)s, %(after_id)s)"
+        if params["after_at"] is not None
+        else ""
+    )
     with elephant.db.reading(tenant) as conn:
         rows = conn.execute(
-            f"SELECT {columns} {source} ORDER BY {alias}.created_at DESC, {alias}.id DESC "
-            "LIMIT %(limit)s OFFSET %(offset)s",
+            f"SELECT {columns} {source}{keyset} "
+            f"ORDER BY {alias}.created_at DESC, {alias}.id DESC "
+            "LIMIT %(limit)s + 1 OFFSET %(offset)s",
             params,
         ).fetchall()
         counted = conn.execute(f"SELECT count(*) {source}", params).fetchone()
     return rows, int(counted[0]) if counted else 0
+
+
+def _next(
+    listing: str,
+    items: list[MemoryRecord] | list[FactRecord],
+    rows: list[tuple[Any, ...]],
+    params: dict[str, Any],
+) -> tuple[str | None, int | None]:
+    """(next_cursor, next_offset) of a page whose query fetched one row beyond it."""
+    if len(rows) <= len(items) or not items:
+        return None, None
+    last = items[-1]
+    cursor = paging.encode(listing, (last.created_at, last.id))
+    by_offset = params["after_at"] is None
+    return cursor, params["offset"] + len(items) if by_offset else None

@@ -27,10 +27,12 @@ from app.db.runtime import Connection
 from app.prompts import paraphrase as paraphrase_prompt
 from app.providers.llm import LLMError
 from app.providers.reranker import RerankerError
+from app.services import metrics
 from app.services.diversity import new_turns_first
 from app.services.expansion import expand, keyword_text
 from app.services.graph.linking import lane_entities
 from app.services.inputs import NonBlank, Real, Text, When
+from app.services.lifecycle.activation import ActivationParams
 from app.services.query_dates import QuestionDates, question_dates
 from app.services.runtime import Elephant
 
@@ -83,6 +85,13 @@ class SearchRequest(_Input):
     explain: bool = Field(False, description="Add timings and lane details.")
     lanes: LaneSizes = Field(default_factory=LaneSizes)
     recency_weight: Real | None = Field(None, ge=0, le=1)
+    activation_weight: Real | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="Activation prior: what is important and in use ranks higher "
+        "(default lifecycle.search_weight; 0 = off).",
+    )
     asked_at: When | None = Field(
         None,
         description="When the question is asked: relative dates in it (last week) resolve "
@@ -135,11 +144,12 @@ class HitFields(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class SearchHitView(HitFields, frozen=True, kw_only=True):
-    """One hit as the API returns it. ``rrf``, ``prior`` and ``variants`` only with explain;
-    ``rerank_score`` with explain, or whenever the reranker scored the hit."""
+    """One hit as the API returns it. ``rrf``, ``prior``, ``activation`` and ``variants``
+    only with explain; ``rerank_score`` with explain, or whenever the reranker scored it."""
 
     rrf: float | UnsetType = UNSET
     prior: float | UnsetType = UNSET
+    activation: float | UnsetType = UNSET
     variants: list[int] | UnsetType = UNSET
     rerank_score: float | UnsetType | None = UNSET
 
@@ -151,6 +161,7 @@ class SearchHit(HitFields, frozen=True, kw_only=True):
     prior: float
     variants: list[int]
     rerank_score: float | None = None
+    activation: float = 0.0  # 0-1, app/services/lifecycle/activation.py
 
     def view(self, explain: bool) -> SearchHitView:
         stored = {name: getattr(self, name) for name in HitFields.__struct_fields__}
@@ -160,6 +171,7 @@ class SearchHit(HitFields, frozen=True, kw_only=True):
                 shown,
                 rrf=round(self.rrf, 6),
                 prior=round(self.prior, 6),
+                activation=round(self.activation, 6),
                 variants=self.variants,
                 rerank_score=self.rerank_score,
             )
@@ -196,6 +208,18 @@ class RecencyPrior:
 
 
 @dataclass(frozen=True, slots=True)
+class ActivationPrior:
+    """A hit gained ``weight`` x its activation / (rrf_k + 1); activation decays with this
+    half-life (days, at importance 50; x / ÷ ``importance_factor`` at importance 100 / 0)."""
+
+    weight: float
+    half_life_days: float
+    importance_factor: float
+    access_boost: float
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
 class DatePrior:
     """The dates the question names; results dated in [after, before) were lifted by
     ``weight`` rank-1 hits of one lane."""
@@ -227,6 +251,7 @@ class SearchExplain:
     pool: int
     recency_prior: RecencyPrior
     date_prior: DatePrior | None
+    activation_prior: ActivationPrior
     timings_ms: SearchTimings
 
 
@@ -408,6 +433,8 @@ def _search(
     if record_access:
         record_hits(elephant, tenant, hits)
     result = SearchResult(query=request.query, hits=hits, variants=variants)
+    rerank_ms = rerank_report.elapsed_ms if isinstance(rerank_report.elapsed_ms, float) else None
+    metrics.record_search(len(variants), embed_ms, sql_ms, rerank_ms, started)
     if request.explain:
         result.explain = SearchExplain(
             variants=variants,
@@ -426,6 +453,13 @@ def _search(
             date_prior=None
             if dates is None
             else DatePrior(dates.phrases, dates.after, dates.before, settings.date_weight),
+            activation_prior=ActivationPrior(
+                weight=params["activation_weight"],
+                half_life_days=params["activation_half_life_days"],
+                importance_factor=params["activation_importance_factor"],
+                access_boost=params["activation_access_boost"],
+                on=params["activation_weight"] > 0,
+            ),
             timings_ms=SearchTimings(
                 embedding=round(embed_ms, 2),
                 sql=round(sql_ms, 2),
@@ -502,6 +536,12 @@ def statement_params(
         "date_weight": settings.date_weight,
         "assistant_fact_weight": settings.assistant_fact_weight,
         "fact_support": settings.fact_support,
+        "activation_weight": (
+            elephant.settings.lifecycle.search_weight
+            if request.activation_weight is None
+            else request.activation_weight
+        ),
+        **ActivationParams.of(elephant.settings.lifecycle).sql_args(),
     }
 
 
@@ -551,6 +591,7 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         graph_rank,
         preferences_rank,
         variants,
+        activation,
     ) = row
     return SearchHit(
         id=str(id_),
@@ -576,6 +617,7 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         rrf=float(rrf),
         prior=float(prior),
         variants=sorted(int(v) for v in variants),
+        activation=float(activation),
     )
 
 

@@ -27,6 +27,7 @@ from app.prompts import handoff as handoff_prompt
 from app.providers.llm import LLMError, LLMUsage
 from app.services.commit import ConversationIn, TurnIn, WindowCounts, commit_conversation
 from app.services.inputs import Label, Metadata, NonBlank, ShortText, Text, When, require_text
+from app.services.jsonable import utc_text
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
 
@@ -333,7 +334,7 @@ def close_session(
         handoff=Handoff(
             id=int(row[0]),
             project=request.project,
-            created_at=row[1].isoformat(),
+            created_at=utc_text(row[1]),
             conversation_id=stored.conversation_id,
             summary=draft.summary,
             decisions=draft.decisions,
@@ -395,7 +396,7 @@ def get_handoff(elephant: Elephant, tenant: str, project: str) -> Handoff:
     return Handoff(
         id=int(row[0]),
         project=row[1],
-        created_at=row[2].isoformat(),
+        created_at=utc_text(row[2]),
         conversation_id=str(row[3]) if row[3] else None,
         summary=row[4],
         decisions=list(row[5]),

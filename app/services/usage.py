@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.db.runtime import Connection
 from app.providers.llm import LLMUsage
+from app.services import metrics
 
 
 def record_usage(
@@ -17,6 +18,7 @@ def record_usage(
 ) -> None:
     if usage is None:
         return
+    metrics.record_llm(operation, usage, ok=ok)
     conn.execute(
         "INSERT INTO llm_usage (tenant_id, operation, provider, model, tokens_in, tokens_out, "
         "latency_ms, attempts, ok, error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",

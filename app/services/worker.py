@@ -2,16 +2,19 @@
 
 Whoever starts the application starts it (the API's start-up, ``elephant serve``,
 ``elephant mcp``, ``elephant worker``); the runtime only stops it when it closes.
-Running a job is app/services/jobs.py.
+Running a job is app/services/jobs.py. On each turn the worker also queues the
+maintenance jobs that are due (app/services/lifecycle/maintenance.py, maintenance.schedule).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from app.errors import ElephantError
 from app.services.jobs import drain
+from app.services.lifecycle.maintenance import Scheduler
 from app.services.runtime import Elephant
 
 log = logging.getLogger(__name__)
@@ -23,6 +26,7 @@ class Worker:
     def __init__(self, elephant: Elephant) -> None:
         self._elephant = elephant
         self._stop = threading.Event()
+        self._maintenance = Scheduler(elephant, time.monotonic)
         self._thread = threading.Thread(target=self._loop, name="elephant-worker", daemon=True)
 
     def start(self) -> None:
@@ -37,6 +41,7 @@ class Worker:
     def _loop(self) -> None:
         interval = self._elephant.settings.worker.poll_interval_s
         while not self._stop.is_set():
+            self._maintenance.tick()
             try:
                 ran = drain(self._elephant, limit=50)
             except ElephantError as exc:  # database down: wait and try again

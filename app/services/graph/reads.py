@@ -2,22 +2,27 @@
 
 Every answer says how much it left out (total_matched, truncated, relations_total)
 so an agent knows when to page or narrow instead of assuming it saw everything.
+read_graph pages by keyset cursor (the last entity key of a page): entities added
+or deleted between two pages neither repeat nor skip one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
+
+import msgspec
 
 from app.db.runtime import Connection
 from app.errors import InvalidInput
+from app.services import paging
 from app.services.graph import vocabulary as vocab
 from app.services.graph.models import (
     EntitySummary,
     GraphEntity,
     GraphNode,
-    GraphPage,
     GraphRelation,
     Neighbourhood,
     NodeSearchResult,
@@ -190,6 +195,29 @@ def _observation_matches(conn: Connection, vector: Any, pool: int = 50) -> list[
     return [row[0] for row in rows]
 
 
+@dataclass(frozen=True, slots=True)
+class EntityPage:
+    """Entities in name order: summaries, or nodes when not summary. ``next_cursor``
+    continues after the last one (None: the last page); ``next_offset`` says the same for
+    offset paging (None when asked by cursor). ``entities`` repeats ``items`` (its name
+    before paging; deprecated)."""
+
+    items: list[EntitySummary | GraphNode]
+    next_cursor: str | None
+    total: int
+    offset: int
+    limit: int
+    next_offset: int | None
+    entities: list[EntitySummary | GraphNode]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, exactly what the API sends (for the MCP tools and the CLI)."""
+        return cast(dict[str, Any], msgspec.to_builtins(self))
+
+
+LISTING = "graph_entities"
+
+
 def read_graph(
     elephant: Elephant,
     tenant: str,
@@ -197,15 +225,23 @@ def read_graph(
     offset: int = 0,
     limit: int = 50,
     summary: bool = True,
-) -> GraphPage:
+    cursor: str | None = None,
+) -> EntityPage:
     """One page of entities in name order; summary drops observations and relation lists."""
     _bounded(offset, "offset", 0, MAX_OFFSET)
     _bounded(limit, "limit", 1, MAX_LIMIT)
+    paging.exclusive(cursor, offset)
+    after = paging.decode(LISTING, cursor, (str, int)) if cursor is not None else None
     store = graph_store(elephant)
     with elephant.db.reading(tenant) as conn:
         if not store.exists(conn, tenant):
-            return GraphPage(entities=[], total=0, offset=offset, limit=limit, next_offset=None)
-        entities, total = store.page(conn, tenant, offset, limit)
+            return EntityPage([], None, 0, offset, limit, None, [])
+        if after is None:
+            found, total = store.page(conn, tenant, offset, limit + 1)
+            start = offset
+        else:
+            start, found, total = _after_key(store, conn, tenant, after[0], after[1], limit + 1)
+        entities = found[:limit]
         if summary:
             counts = _observation_counts(conn, [e.key for e in entities])
             relations = store.relations(conn, tenant, [e.key for e in entities], active_only=True)
@@ -224,14 +260,64 @@ def read_graph(
             items = list(
                 _nodes(store, conn, tenant, entities, max_relations=50, max_observations=50)
             )
-    end = offset + len(entities)
-    return GraphPage(
-        entities=items,
-        total=total,
-        offset=offset,
-        limit=limit,
-        next_offset=end if end < total else None,
-    )
+    more = len(found) > limit
+    end = start + len(entities)
+    following = paging.encode(LISTING, (entities[-1].key, end)) if more else None
+    next_offset = end if more and after is None else None
+    return EntityPage(items, following, total, offset, limit, next_offset, items)
+
+
+def _after_key(
+    store: GraphStore, conn: Connection, tenant: str, last_key: str, hint: int, count: int
+) -> tuple[int, list[Entity], int]:
+    """(position, entities, total): up to ``count`` entities whose key follows ``last_key``.
+
+    The store pages by offset, so the page is found by position: ``hint`` (where the
+    previous page ended) is checked first, one query when nothing changed in between;
+    otherwise the first key after ``last_key`` is searched for outward from the hint
+    (a few one-row reads), so writes before the position move it, never the rows."""
+    window, total = store.page(conn, tenant, max(hint - 1, 0), count + 1)
+    if hint > 0 and window and window[0].key <= last_key:
+        rest = window[1:]
+        if not rest or rest[0].key > last_key:
+            return hint, rest[:count], total
+    hint = min(max(hint, 0), total)
+
+    def follows(position: int) -> bool:
+        """Whether the entity at ``position`` comes after last_key (true past the end)."""
+        found, _ = store.page(conn, tenant, position, 1)
+        return not found or found[0].key > last_key
+
+    position = _first_true(follows, hint)
+    page, total = store.page(conn, tenant, position, count)
+    return position, page, total
+
+
+def _first_true(predicate: Callable[[int], bool], hint: int) -> int:
+    """The least position >= 0 where a monotone predicate (false..., true...) holds,
+    galloping out from ``hint`` and then halving (O(log distance) probes)."""
+    step = 1
+    if predicate(hint):
+        high = hint
+        low = max(high - step, 0)
+        while low > 0 and predicate(low):
+            high, step = low, step * 2
+            low = max(high - step, 0)
+        if low == 0 and predicate(0):
+            return 0
+    else:
+        low = hint
+        high = low + step
+        while not predicate(high):
+            low, step = high, step * 2
+            high = low + step
+    while high - low > 1:
+        middle = (low + high) // 2
+        if predicate(middle):
+            high = middle
+        else:
+            low = middle
+    return high
 
 
 def _observation_counts(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
@@ -250,7 +336,7 @@ def neighbourhood(
     """Nodes and edges around the entities a query names, breadth first up to `hops`
     (``GraphStore.walk``: a recursive CTE on the relational backend, a statement per hop
     on AGE)."""
-    require_text("q", query)
+    require_text("query", query)
     _bounded(hops, "hops", 1, MAX_HOPS)
     _bounded(limit, "limit", 1, MAX_LIMIT)
     store = graph_store(elephant)

@@ -1,0 +1,88 @@
+"""GET /metrics (Prometheus text format), and the request count and latency it shows.
+
+Who may scrape: a key with the admin scope (the route declares it, like any other), or
+anyone when metrics.public is on (a scraper on a private network). The page carries no
+tenant ids and no raw paths: requests are labelled by route template (``/memories/{id}``),
+and a path no route matched by ``unmatched``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+from litestar import Response, get
+from litestar.enums import ScopeType
+from litestar.handlers import HTTPRouteHandler
+from litestar.middleware import ASGIMiddleware
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.access import ADMIN_UNAUDITED, PUBLIC
+from app.config import Settings
+from app.services import metrics
+from app.services.runtime import Elephant
+
+METRICS_PATH = "/metrics"
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+UNMATCHED = "unmatched"
+_STARTED = "metrics_started"
+
+
+def metrics_route(
+    settings: Settings, get_elephant: Callable[[], Elephant | None]
+) -> HTTPRouteHandler:
+    """The /metrics handler of one app (its registry reads this app's pool and queue)."""
+    registry = metrics.app_registry(get_elephant, settings.metrics)
+
+    @get(
+        METRICS_PATH,
+        opt=PUBLIC if settings.metrics.public else ADMIN_UNAUDITED,
+        include_in_schema=False,
+        sync_to_thread=True,
+    )
+    def scrape() -> Response[bytes]:
+        return Response(metrics.render(registry), media_type=metrics.CONTENT_TYPE)
+
+    return scrape
+
+
+class RequestTiming(ASGIMiddleware):
+    """Notes when a routed request came in; :func:`observe_response` measures from there."""
+
+    scopes = (ScopeType.HTTP,)
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
+        _state(scope)[_STARTED] = time.perf_counter()
+        await next_app(scope, receive, send)
+
+
+async def observe_response(message: Message, scope: Scope) -> None:
+    """before_send hook: every response counts, refusals and unmatched paths included
+    (those never reach a middleware, so they have a count but no latency)."""
+    if message["type"] != "http.response.start":
+        return
+    raw = cast("dict[str, Any]", scope)
+    method = str(raw.get("method", "")).upper()
+    method = method if method in METHODS else "other"
+    route = route_template(scope)
+    metrics.HTTP_REQUESTS.labels(method, route, str(message["status"])).inc()
+    started = _state(scope).get(_STARTED)
+    if started is not None:
+        metrics.HTTP_SECONDS.labels(method, route).observe(time.perf_counter() - started)
+
+
+def route_template(scope: Scope) -> str:
+    """The template of the route that answered (a mount's path for a mounted app, whose
+    template Litestar leaves empty); ``unmatched`` when no route did."""
+    raw = cast("dict[str, Any]", scope)
+    if raw.get("path_template"):
+        return str(raw["path_template"])
+    handler = raw.get("route_handler")
+    if handler is not None and getattr(handler, "is_mount", False):
+        return str(min(handler.paths))
+    return UNMATCHED
+
+
+def _state(scope: Scope) -> dict[str, Any]:
+    return cast("dict[str, Any]", cast("dict[str, Any]", scope).setdefault("state", {}))

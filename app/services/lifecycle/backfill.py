@@ -1,0 +1,81 @@
+"""The backfill job: what should be stored but is not yet, filled in.
+
+The backfills that exist: vectors of memories and facts stored while the embedder was
+down, and passages of turns and long notes stored without them (the embedder was
+down, or they predate passages: migration 0007). The queue's ``embed_memories`` job
+does the same one batch at a time when commit notices the embedder is back; this job
+sweeps whatever is left, up to ``BATCHES`` batches per run, on the schedule or on
+``elephant maintain backfill``.
+"""
+
+from __future__ import annotations
+
+from app.db.runtime import Connection
+from app.services import passages
+from app.services.lifecycle.report import Report
+from app.services.runtime import Elephant
+
+BATCH = 500
+BATCHES = 20
+# table -> the text its vector is made from (as at commit)
+_EMBEDDED = {"memories": "text", "facts": "coalesce(subject || ': ', '') || text"}
+
+
+def _missing(conn: Connection) -> dict[str, int]:
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM memories WHERE embedding IS NULL), "
+        "(SELECT count(*) FROM facts WHERE embedding IS NULL), "
+        "(SELECT count(*) FROM turns AS t WHERE NOT EXISTS "
+        "   (SELECT 1 FROM passages AS p WHERE p.turn_id = t.id))"
+    ).fetchone()
+    values = [int(value) for value in row] if row else [0, 0, 0]
+    return dict(zip(("memory_vectors", "fact_vectors", "turn_passages"), values, strict=True))
+
+
+def fill_vectors(elephant: Elephant, conn: Connection, limit: int) -> tuple[int, bool]:
+    """Vectors for up to ``limit`` memories and ``limit`` facts; (written, a batch was full)."""
+    written, full = 0, False
+    for table, text in _EMBEDDED.items():
+        rows = conn.execute(
+            f"SELECT id, {text} FROM {table} WHERE embedding IS NULL ORDER BY created_at LIMIT %s",
+            (limit,),
+        ).fetchall()
+        if not rows:
+            continue
+        vectors = elephant.embedder.embed_documents([str(value) for _, value in rows])
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                f"UPDATE {table} SET embedding = %s WHERE id = %s",
+                [(vector, row_id) for (row_id, _), vector in zip(rows, vectors, strict=True)],
+            )
+        written += len(rows)
+        full = full or len(rows) == limit
+    return written, full
+
+
+def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> Report:
+    before = _missing(conn)
+    report = Report("backfill", tenant, dry_run, detail={"missing_before": before})
+    if dry_run:
+        report.counts = dict(before)
+        return report
+    vectors = passages_written = 0
+    more = True
+    for _ in range(BATCHES):
+        written, full = fill_vectors(elephant, conn, BATCH)
+        filled = passages.backfill(
+            conn,
+            tenant,
+            elephant.embedder.embed_documents,
+            elephant.settings.embedding.passage_words,
+            limit=BATCH,
+        )
+        vectors += written
+        passages_written += filled.written
+        more = full or filled.full
+        if not more:
+            break
+    report.counts = {"vectors": vectors, "passages": passages_written}
+    report.more = more
+    report.detail["missing_after"] = _missing(conn)
+    return report

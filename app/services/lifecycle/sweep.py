@@ -1,0 +1,141 @@
+"""The dedup sweep: merge notes that carry the same information, never an update.
+
+Commit already merges a near duplicate into what is stored (app/services/commit.py).
+Some slip through: notes stored while the embedder was down (no vector, so no
+neighbour to compare with), or two commits racing each other. The sweep walks the
+tenant's notes in the order they were stored, from where the last sweep stopped
+(its report keeps the cursor), and asks of each its nearest older notes of the same
+source the question commit asks: the cosine rule (dedup.* settings) AND the same
+information (app/services/dedup.py: numbers, dates, names, negation, ...). So "my PIN
+is 1234" and "my PIN is 5678" both stay.
+
+A merge keeps the older note and folds the newer one into it: seen and access counts
+add up, the latest seen/used times and the higher importance win, and the newer note's
+facts, feedback and admission decision move to the older one before the newer row
+is deleted (its passages go with it). A note stored with force is never merged away:
+the caller asked for it to be kept.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from app.db.runtime import Connection
+from app.services import dedup
+from app.services.lifecycle.report import Report
+from app.services.runtime import Elephant
+
+# Rows committed a little after a later row was stored (long transactions) are looked
+# at again by the next sweep; looking twice costs a neighbour query, nothing else.
+CURSOR_SLACK = timedelta(minutes=10)
+NEIGHBOURS = 5
+EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
+
+_CANDIDATES = """
+SELECT m.id::text, m.text, m.source, m.embedding, m.created_at,
+       EXISTS (SELECT 1 FROM admission_log AS a
+               WHERE a.memory_id = m.id AND a.decision = 'forced') AS forced
+FROM memories AS m
+WHERE m.kind = 'note' AND m.created_at >= %(since)s
+ORDER BY m.created_at, m.id
+LIMIT %(batch)s
+"""
+# Older notes of the same source, nearest first (HNSW, iterative scan where there is one).
+_NEIGHBOURS = """
+SELECT n.id::text, n.text, 1 - (n.embedding <=> %(embedding)s) AS similarity
+FROM memories AS n
+WHERE n.kind = 'note' AND n.source = %(source)s AND n.embedding IS NOT NULL
+  AND (n.created_at, n.id) < (%(created_at)s, %(id)s::uuid)
+ORDER BY n.embedding <=> %(embedding)s
+LIMIT %(k)s
+"""
+_MERGE = """
+UPDATE memories AS keep
+   SET seen_count = keep.seen_count + gone.seen_count,
+       last_seen_at = greatest(keep.last_seen_at, gone.last_seen_at),
+       access_count = keep.access_count + gone.access_count,
+       last_accessed_at = greatest(keep.last_accessed_at, gone.last_accessed_at),
+       importance = greatest(keep.importance, gone.importance),
+       event_at = coalesce(keep.event_at, gone.event_at),
+       dormant_at = CASE WHEN gone.dormant_at IS NULL THEN NULL ELSE keep.dormant_at END
+  FROM memories AS gone
+ WHERE keep.id = %(keep)s AND gone.id = %(gone)s
+"""
+_MOVE = (
+    "UPDATE facts SET memory_id = %(keep)s WHERE memory_id = %(gone)s",
+    "UPDATE feedback SET memory_id = %(keep)s WHERE memory_id = %(gone)s",
+    "UPDATE admission_log SET memory_id = %(keep)s WHERE memory_id = %(gone)s",
+)
+
+
+def last_cursor(conn: Connection) -> datetime | None:
+    """Where the last sweep of this tenant stopped (its report's cursor)."""
+    row = conn.execute(
+        "SELECT report -> 'detail' ->> 'cursor' FROM maintenance_runs WHERE kind = 'dedup' "
+        "ORDER BY finished_at DESC, id DESC LIMIT 1"
+    ).fetchone()
+    return datetime.fromisoformat(row[0]) if row and row[0] else None
+
+
+def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> Report:
+    batch = elephant.settings.maintenance.dedup_batch
+    cursor = last_cursor(conn)
+    since = EPOCH if cursor is None else cursor - CURSOR_SLACK
+    conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+    rows = conn.execute(_CANDIDATES, {"since": since, "batch": batch}).fetchall()
+    report = Report("dedup", tenant, dry_run, counts={"merged": 0})
+    merges: list[dict[str, Any]] = []
+    gone: set[str] = set()
+    checked = kept = 0
+    reached = cursor
+    for memory_id, text, source, embedding, created_at, forced in rows:
+        if embedding is None:
+            break  # no vector yet: the cursor waits here until the backfill gives it one
+        reached = created_at
+        if forced or memory_id in gone:
+            continue
+        checked += 1
+        neighbours = [
+            (str(nid), str(ntext), float(similarity))
+            for nid, ntext, similarity in conn.execute(
+                _NEIGHBOURS,
+                {
+                    "embedding": embedding,
+                    "source": source,
+                    "created_at": created_at,
+                    "id": memory_id,
+                    "k": NEIGHBOURS,
+                },
+            ).fetchall()
+            if str(nid) not in gone
+        ]
+        screening = dedup.screen(text, neighbours, elephant.settings.dedup)
+        kept += len(screening.differing)
+        if screening.duplicate is None:
+            continue
+        into = screening.duplicate.memory_id
+        merges.append(
+            {"kept": into, "merged": memory_id, "cosine": round(screening.duplicate.similarity, 4)}
+        )
+        gone.add(memory_id)
+        if not dry_run:
+            merge(conn, keep=into, gone=memory_id)
+    report.counts["merged"] = len(merges)
+    report.more = len(rows) >= batch
+    report.detail = {
+        "checked": checked,
+        "kept_apart": kept,  # close neighbours that say something else (updates)
+        "merges": merges[:100],
+        "cursor": None if reached is None else reached.isoformat(),
+    }
+    return report
+
+
+def merge(conn: Connection, *, keep: str, gone: str) -> None:
+    """Fold note ``gone`` into note ``keep`` (see the module docstring), then delete it."""
+    params = {"keep": keep, "gone": gone}
+    conn.execute(_MERGE, params)
+    for statement in _MOVE:
+        conn.execute(statement, params)
+    conn.execute("DELETE FROM memories WHERE id = %(gone)s", params)

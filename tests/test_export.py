@@ -1,0 +1,488 @@
+"""Export and import of a tenant on the real database: a round trip reproduces every row,
+the graph and the search results; bad files are refused before anything is written."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from litestar.testing import TestClient
+from psycopg import sql
+
+from app.cli import main
+from app.config import Settings
+from app.db import Database
+from app.errors import Conflict, InvalidInput, NotFound
+from app.providers.embedder import Embedder
+from app.services.graph.backend import Backend
+from app.services.runtime import Elephant
+from app.services.search import SearchRequest, search
+from app.services.transfer import catalog, fileformat
+from app.services.transfer.export import export_to_path
+from app.services.transfer.importer import import_tenant
+from tests.conftest import MANAGED, api_client, make_settings
+from tests.graph_backends import with_backend
+
+Client = TestClient  # type: ignore[type-arg]
+
+SOURCE = "exp-a"
+QUERIES = (
+    "Who finished the harbour survey?",
+    "How much does the boat cost per day?",
+    "Where does Ines live?",
+    "What does Reefwatch do?",
+    "When does the marina open?",
+    "tea or coffee",
+)
+HARBOUR = [
+    ("Omar", "Did you finish the harbour survey report yesterday?"),
+    ("Ines", "Yes, I finished the harbour survey and sent it to Dana."),
+    ("Omar", "Great, I will book the boat for the Tuesday dive."),
+    ("Dana", "The reef near Faro is recovering well after the storm."),
+    ("Omar", "The boat costs 300 euros per day in the summer."),
+    ("Dana", "I will bring the underwater camera and two spare batteries."),
+    ("Omar", "Lena checked the weather forecast for Tuesday morning."),
+    ("Dana", "The marina opens at seven on weekdays."),
+    ("Omar", "Lena booked a table at the harbour restaurant for Friday."),
+]
+REEF_GRAPH = {
+    "entities": [
+        {"name": "Ines Duarte", "entity_type": "person", "observations": ["Prefers tea"]},
+        {
+            "name": "Reefwatch",
+            "entity_type": "organization",
+            "observations": ["Hired Ines in 2020", "Runs coral surveys in the Algarve"],
+        },
+        {"name": "Faro", "entity_type": "place"},
+    ],
+    "relations": [
+        {"source": "Ines Duarte", "relation_type": "works_at", "target": "Reefwatch"},
+        {"source": "Ines Duarte", "relation_type": "lives_in", "target": "Faro"},
+        {"source": "Reefwatch", "relation_type": "part_of", "target": "Faro"},
+    ],
+}
+LONG_NOTE = " ".join(
+    f"Sentence {n} of the field log says the transect {n} had {n * 3} parrotfish."
+    for n in range(60)
+)
+
+
+# ------------------------------------------------------------------ fixtures and helpers
+
+
+def call(client: Client, method: str, path: str, tenant: str, body: Any = None) -> Any:
+    response = client.request(
+        method, path, json=body, params={"wait": "true"}, headers={"X-Elephant-Tenant": tenant}
+    )
+    assert response.status_code < 300, response.text
+    return response.json()
+
+
+@pytest.fixture(scope="module")
+def client(settings: Settings, elephant: Elephant) -> Iterator[Client]:
+    with api_client(settings, elephant) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="module")
+def planted(client: Client, elephant: Elephant) -> str:
+    """Every kind of row a tenant can hold: notes (one long: passages), a conversation
+    (turns, windows, passages), extracted facts, a contradiction, feedback, the graph
+    (entities, relations, observations), a handoff, gate decisions, a tenant owner and
+    threshold, jobs, LLM usage."""
+    tenant = SOURCE
+    call(client, "PUT", "/tenant/owner", tenant, {"owner": "Ines"})
+    lisbon = call(client, "POST", "/commit", tenant, {"text": "Ines lives in Lisbon",
+                                                      "occurred_at": "2021-03-01"})  # fmt: skip
+    call(client, "POST", "/commit", tenant,
+         {"text": "Ines moved to Porto", "occurred_at": "2024-06-01", "force": True})  # fmt: skip
+    call(client, "POST", "/commit", tenant, {"text": LONG_NOTE, "source": "log"})
+    call(client, "POST", "/feedback", tenant, {"memory_id": lisbon["memory_id"], "helpful": True})
+    turns = [{"speaker": s, "text": t, "id": f"H{n}"} for n, (s, t) in enumerate(HARBOUR)]
+    body = {"turns": turns, "session_date": "2023-05-08", "conversation_id": "harbour-1",
+            "source": "chat"}  # fmt: skip
+    call(client, "POST", "/commit_conversation", tenant, body)
+    call(client, "POST", "/graph/record", tenant, REEF_GRAPH)
+    closed = {"source": "Ines Duarte", "relation_type": "lives_in", "target": "Faro"}
+    call(client, "POST", "/graph/relations/invalidate", tenant, {"relations": [closed]})
+    transcript = (
+        "Ines: We decided to publish the reef data in May.\n"
+        "Dana: Should Ines present it at the conference?\n"
+        "Omar: Next I will clean the dataset."
+    )
+    session = {"project": "reef-survey", "transcript": transcript, "session_date": "2023-06-01"}
+    call(client, "POST", "/sessions/close", tenant, session)
+    call(client, "PUT", "/amac/threshold", tenant, {"threshold": 3.5})
+    with elephant.db.tenant(tenant) as conn:
+        facts = conn.execute(
+            "SELECT id FROM facts WHERE observation_kind IS NULL ORDER BY created_at LIMIT 2"
+        ).fetchall()
+        assert len(facts) == 2, "the offline extractor stored no facts"
+        conn.execute(
+            "INSERT INTO contradictions (tenant_id, older_fact_id, newer_fact_id, detector, "
+            "score, reason) VALUES (%s, %s, %s, 'test', 0.9, 'planted') ON CONFLICT DO NOTHING",
+            (tenant, facts[0][0], facts[1][0]),
+        )
+        conn.execute(
+            "INSERT INTO jobs (tenant_id, kind, payload, status) VALUES (%s, 'extract_facts', "
+            "%s, 'failed')",
+            (tenant, json.dumps({"memory_id": lisbon["memory_id"], "subject": "Ines"})),
+        )
+    return tenant
+
+
+def second_runtime(
+    pg_data_dir: Path, new_database: Callable[..., str], embedder: Embedder, hint: str,
+    backend: Backend | None = None,
+) -> Elephant:  # fmt: skip
+    sections: dict[str, Any] = {"embedded": {"database": new_database(hint)}}
+    if backend is not None:
+        sections["graph"] = {"backend": backend}
+    settings = make_settings(pg_data_dir, **sections)
+    db = Database(settings)
+    db.open()
+    return Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+
+
+def rows(elephant: Elephant, tenant: str, *, vectors: bool = True) -> dict[str, list[str]]:
+    """Every exported table's rows as sorted JSON texts, without what an import renumbers
+    (row numbers and the references to them) and, unless ``vectors``, without vectors."""
+    found: dict[str, list[str]] = {}
+    with elephant.db.tenant(tenant) as conn:
+        tables = catalog.read(conn)
+        for table in tables.tables.values():
+            if table.needs_vectors and not vectors:
+                continue
+            dropped = ["tenant_id"] + [
+                c.name
+                for c in table.columns
+                if c.identity or (c.vector and not vectors)
+                or any(r.column == c.name and tables.tables[r.table].identity is not None
+                       for r in table.references)
+            ]  # fmt: skip
+            found[table.name] = sorted(
+                str(row[0])
+                for row in conn.execute(
+                    sql.SQL("SELECT (to_jsonb(t) - %s::text[])::text FROM {} AS t").format(
+                        sql.Identifier(table.name)
+                    ),
+                    (dropped,),
+                ).fetchall()
+            )
+        tenant_row = conn.execute(
+            "SELECT settings, name FROM tenants WHERE id = %s", (tenant,)
+        ).fetchone()
+    found["tenants"] = [json.dumps(tenant_row, default=str)]
+    return found
+
+
+def tsvector(elephant: Elephant) -> Elephant:
+    """The runtime with the tsvector keyword lane, whose scores come from each row alone.
+
+    The BM25 lane (pg_textsearch) scores by database-wide statistics that count every
+    row version the index has seen until it is rebuilt, and a connection keeps the ones
+    it read: a long-lived source and its fresh copy score keywords a little apart until
+    both are rebuilt. The copy's rows are the same; the same-database test below
+    compares with BM25."""
+    search_settings = elephant.settings.search.model_copy(update={"keyword_engine": "tsvector"})
+    settings = elephant.settings.model_copy(update={"search": search_settings})
+    return Elephant(settings=settings, db=elephant.db, embedder=elephant.embedder, llm=None)
+
+
+def graph_of(elephant: Elephant, tenant: str) -> tuple[list[Any], list[Any]]:
+    store = elephant.graph
+    assert store is not None
+    with elephant.db.tenant(tenant) as conn:
+        page, _total = store.page(conn, tenant, 0, 1000)
+        keys = [e.key for e in page]
+        relations = store.relations(conn, tenant, keys, active_only=False)
+    entities = sorted((e.key, e.name, e.role, e.domain, e.epistemic) for e in page)
+    triples = sorted((r.source, r.relation_type, r.target, r.active) for r in relations)
+    return entities, triples
+
+
+Hit = tuple[str, str, float, Any]
+
+
+def results(elephant: Elephant, tenant: str) -> list[list[Hit]]:
+    """Each query's hits: kind, text, score, and (for a failure message) how it was scored."""
+    found = []
+    for query in QUERIES:
+        request = SearchRequest(query=query, limit=10, explain=True)
+        hits = search(elephant, tenant, request, record_access=False).hits
+        found.append([(h.kind, h.text, h.score, (h.rrf, h.prior, h.ranks)) for h in hits])
+    return found
+
+
+def same_results(left: list[list[Hit]], right: list[list[Hit]]) -> None:
+    """Same hits in the same order, scores within 1e-6. Hits of equal score are compared
+    as a set: search leaves exact ties in the order its scans meet them (so does the
+    source from one run to the next), and a tie at the limit may bring in either."""
+    for query, a, b in zip(QUERIES, left, right, strict=True):
+        shown = (query, _brief(a), _brief(b))
+        assert len(a) == len(b), shown
+        for hit_a, hit_b in zip(a, b, strict=True):
+            assert abs(hit_a[2] - hit_b[2]) <= 1e-6, shown
+        assert _ranked(a) == _ranked(b), shown
+
+
+def _ranked(hits: list[Hit]) -> list[tuple[float, str, str]]:
+    """(score, kind, text), ties in text order, without the tie at the cut."""
+    last = round(hits[-1][2], 6) if hits else None
+    kept = [(round(score, 6), kind, text) for kind, text, score, _ in hits]
+    return sorted((h for h in kept if h[0] != last), key=lambda h: (-h[0], h[1], h[2]))
+
+
+def _brief(hits: list[Hit]) -> list[str]:
+    return [f"{kind} {text[:40]!r} {score:.6f} {scored}" for kind, text, score, scored in hits]
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as handle:  # type: ignore[operator]
+        return [json.loads(line) for line in handle]
+
+
+def write_lines(path: Path, values: list[Any]) -> None:
+    """JSON lines; a str is written as it is (a damaged line)."""
+    text = "".join((v if isinstance(v, str) else json.dumps(v)) + "\n" for v in values)
+    path.write_text(text, encoding="utf-8")
+
+
+# ------------------------------------------------------------------ round trips
+
+
+@pytest.mark.parametrize("vectors", [True, False], ids=["vectors", "no-vectors"])
+def test_round_trip_into_a_fresh_database_reproduces_rows_graph_and_search(
+    planted: str,
+    elephant: Elephant,
+    tmp_path: Path,
+    pg_data_dir: Path,
+    new_database: Callable[..., str],
+    embedder: Embedder,
+    vectors: bool,
+) -> None:
+    path = tmp_path / "a.jsonl.gz"
+    exported = export_to_path(elephant, planted, path, vectors=vectors)
+    assert path.exists() and exported.bytes == path.stat().st_size
+    header = lines(path)[0]
+    assert header["format"] == "elephant-export" and header["version"] == 1
+    assert header["embedding"] == {"model": "all-MiniLM-L6-v2", "dim": 384}
+    assert header["counts"]["memories"] == exported.counts["memories"] >= 4
+    assert ("passages" in header["sections"]) is vectors
+    other = second_runtime(pg_data_dir, new_database, embedder, f"export_fresh_{vectors}")
+    try:
+        report = import_tenant(other, path)  # into the tenant it came from, ids kept
+        assert report.tenant == planted and not report.new_ids
+        assert (report.vectors == "from the file") is vectors
+        if not vectors:
+            assert report.embedded["memories"] == exported.counts["memories"]
+            assert report.embedded["passages"] > 0
+        assert rows(other, planted, vectors=vectors) == rows(elephant, planted, vectors=vectors)
+        if vectors:  # vectors came through exactly (pgvector's text is exact)
+            assert rows(other, planted) == rows(elephant, planted)
+        assert graph_of(other, planted) == graph_of(elephant, planted)
+        assert graph_of(other, planted)[1], "the planted relations are missing"
+        same_results(results(tsvector(other), planted), results(tsvector(elephant), planted))
+        with other.db.admin_connection() as conn:
+            audit = conn.execute(
+                "SELECT detail ->> 'new_ids' FROM audit_log WHERE action = 'import' "
+                "AND tenant_id = %s",
+                (planted,),
+            ).fetchall()
+        assert audit == [("false",)], "the import is not in the audit log"
+    finally:
+        other.close()
+
+
+def test_new_ids_into_another_tenant_of_the_same_database(
+    planted: str, elephant: Elephant, tmp_path: Path
+) -> None:
+    path = tmp_path / "a.jsonl"
+    export_to_path(elephant, planted, path)
+    with pytest.raises(Conflict, match="--new-ids"):
+        import_tenant(elephant, path, "exp-same-ids")
+    assert rows(elephant, "exp-same-ids")["memories"] == []
+    report = import_tenant(elephant, path, "exp-b", new_ids=True)
+    assert report.new_ids and report.source_tenant == planted
+    with elephant.db.tenant(planted) as conn:
+        old = {
+            str(r[0]) for r in conn.execute("SELECT id FROM memories UNION SELECT id FROM facts")
+        }
+    with elephant.db.tenant("exp-b") as conn:
+        new = {
+            str(r[0]) for r in conn.execute("SELECT id FROM memories UNION SELECT id FROM facts")
+        }
+        payload = conn.execute(
+            "SELECT payload ->> 'memory_id' FROM jobs WHERE status = 'failed'"
+        ).fetchone()
+        dangling = conn.execute(
+            "SELECT count(*) FROM facts AS f WHERE f.memory_id IS NOT NULL "
+            "AND NOT EXISTS (SELECT 1 FROM memories AS m WHERE m.id = f.memory_id)"
+        ).fetchone()
+    assert len(new) == len(old) and not new & old
+    assert payload is not None and payload[0] in new, "a job payload kept the old memory id"
+    assert dangling == (0,)
+    assert {k: len(v) for k, v in rows(elephant, "exp-b").items()} == {
+        k: len(v) for k, v in rows(elephant, planted).items()
+    }
+    assert graph_of(elephant, "exp-b") == graph_of(elephant, planted)
+
+
+def test_import_refuses_a_tenant_that_is_not_empty(
+    planted: str, elephant: Elephant, tmp_path: Path
+) -> None:
+    path = tmp_path / "a.jsonl"
+    export_to_path(elephant, planted, path)
+    before = rows(elephant, planted)
+    with pytest.raises(Conflict, match="not empty"):
+        import_tenant(elephant, path, planted, new_ids=True)
+    assert rows(elephant, planted) == before
+
+
+@pytest.mark.skipif(MANAGED, reason="needs Apache AGE for the other backend")
+def test_graph_moves_between_backends(planted: str, elephant: Elephant, tmp_path: Path) -> None:
+    """Exported from one backend, imported where the other is in use."""
+    path = tmp_path / "a.jsonl"
+    export_to_path(elephant, planted, path)
+    assert elephant.graph is not None
+    other: Backend = "relational" if elephant.graph.backend == "age" else "age"
+    there = with_backend(elephant, other)
+    report = import_tenant(there, path, "exp-other-backend", new_ids=True)
+    assert report.graph_entities == len(graph_of(elephant, planted)[0])
+    assert graph_of(there, "exp-other-backend") == graph_of(elephant, planted)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+@pytest.fixture(scope="module")
+def good(planted: str, elephant: Elephant, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("export") / "good.jsonl"
+    export_to_path(elephant, planted, path, vectors=False)
+    return path
+
+
+def _corrupt_line(values: list[Any]) -> list[Any]:
+    return [*values[:3], '{"table": "memories", "row": {"text": "cut', *values[3:]]
+
+
+def _bad_version(values: list[Any]) -> list[Any]:
+    return [{**values[0], "version": 99}, *values[1:]]
+
+
+def _wrong_table(values: list[Any]) -> list[Any]:
+    return [values[0], {"table": "pg_authid", "row": {}}, *values[1:]]
+
+
+def _other_tenant(values: list[Any]) -> list[Any]:
+    row = next(i for i, v in enumerate(values) if v.get("table") == "memories")
+    return [*values[:row], {"table": "memories", "row": {**values[row]["row"],
+            "tenant_id": "someone-else"}}, *values[row + 1:]]  # fmt: skip
+
+
+def _cut_off(values: list[Any]) -> list[Any]:
+    return values[: len(values) // 2]
+
+
+def _unknown_column(values: list[Any]) -> list[Any]:
+    values = [*values]
+    row = next(i for i, v in enumerate(values) if v.get("table") == "facts")
+    values[row] = {"table": "facts", "row": {**values[row]["row"], "mood": "happy"}}
+    return values
+
+
+def _bad_vector(values: list[Any]) -> list[Any]:
+    values = [{**values[0], "vectors": True}, *values[1:]]
+    row = next(i for i, v in enumerate(values) if v.get("table") == "memories")
+    values[row] = {"table": "memories", "row": {**values[row]["row"], "embedding": "[1,2]"}}
+    return values
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (_corrupt_line, "line 4 is not valid JSON"),
+        (_bad_version, "format version 99 is unknown"),
+        (_wrong_table, "unknown table 'pg_authid'"),
+        (_other_tenant, "belongs to tenant 'someone-else'"),
+        (_cut_off, "without its end line"),
+        (_unknown_column, "mood"),
+        (_bad_vector, "do not fit this database"),
+    ],
+    ids=["corrupt-line", "version", "table", "tenant", "cut-off", "column", "vector"],
+)
+def test_bad_files_are_refused_and_nothing_is_written(
+    good: Path, elephant: Elephant, tmp_path: Path, damage: Any, message: str
+) -> None:
+    values = lines(good)
+    path = tmp_path / "bad.jsonl"
+    write_lines(path, damage(values))
+    tenant = f"exp-bad-{damage.__name__.strip('_').replace('_', '-')}"
+    with pytest.raises(InvalidInput, match=message):
+        import_tenant(elephant, path, tenant, new_ids=True)
+    assert all(not found for name, found in rows(elephant, tenant).items() if name != "tenants")
+
+
+def test_export_of_an_unknown_tenant_is_not_found(elephant: Elephant, tmp_path: Path) -> None:
+    with pytest.raises(NotFound, match="no tenant 'nobody-here'"):
+        export_to_path(elephant, "nobody-here", tmp_path / "x.jsonl")
+    assert not list(tmp_path.iterdir()), "a failed export left a file behind"
+
+
+def test_catalog_knows_every_tenant_table(elephant: Elephant) -> None:
+    """A new tenant table is exported (after the known ones) unless listed as skipped."""
+    with elephant.db.tenant(SOURCE) as conn:
+        tables = catalog.read(conn)
+        every = {
+            str(r[0])
+            for r in conn.execute(
+                "SELECT table_name FROM information_schema.columns "
+                "WHERE column_name = 'tenant_id' AND table_schema = 'public'"
+            )
+        }
+    assert set(tables.tables) | catalog.SKIPPED >= every - {"graph_entities", "graph_relations",
+                                                             "current_facts"}  # fmt: skip
+    order = tables.order
+    for table in tables.tables.values():
+        for ref in table.references:
+            if ref.table in tables.tables and ref.table != table.name:
+                assert order.index(ref.table) < order.index(table.name), (table.name, ref)
+
+
+# ------------------------------------------------------------------ the commands
+
+
+def test_cli_export_and_import(
+    planted: str, settings: Settings, elephant: Elephant, tmp_path: Path
+) -> None:
+    env = {
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+    }
+    if MANAGED:
+        env["ELEPHANT_DATABASE_OPTIONAL_EXTENSIONS"] = os.environ.get(
+            "ELEPHANT_DATABASE_OPTIONAL_EXTENSIONS", "none"
+        )
+    runner = CliRunner()
+    path = tmp_path / "cli.jsonl"
+    result = runner.invoke(main, ["export", "--tenant", planted, "--out", str(path)], env=env)
+    assert result.exit_code == 0, result.output
+    assert lines(path)[0]["tenant"] == planted
+    result = runner.invoke(main, ["import", str(path), "--tenant", "exp-cli", "--new-ids"],
+                           env=env)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tenant"] == "exp-cli"
+    again = runner.invoke(main, ["import", str(path), "--tenant", "exp-cli", "--new-ids"], env=env)
+    assert again.exit_code == 1 and "not empty" in again.output
+    stdout = runner.invoke(main, ["export", "--tenant", planted, "--no-vectors"], env=env)
+    assert stdout.exit_code == 0, stdout.output
+    first = json.loads(stdout.stdout.splitlines()[0])
+    assert first["vectors"] is False and first["tenant"] == planted
+    assert first["format"] == fileformat.FORMAT
