@@ -116,6 +116,9 @@ def test_commit_search_and_a_refusal_move_their_counters(
         assert delta("elephant_search_phase_seconds_count", phase=phase) == 1, phase
     assert delta("elephant_embedding_seconds_count", kind="query") == 1
     assert delta("elephant_embedded_texts_total", kind="query") >= 1
+    # The commit embedded its note (the write path's documents are timed too).
+    assert delta("elephant_embedding_seconds_count", kind="document") >= 1
+    assert delta("elephant_embedded_texts_total", kind="document") >= 1
     # The gate judged the note (offline scorer: no LLM here).
     decisions = total(after, "elephant_gate_decisions_total") - total(
         before, "elephant_gate_decisions_total"

@@ -22,7 +22,7 @@ from app.db.runtime import Connection
 from app.errors import InvalidInput
 from app.providers.embedder import Vectors
 from app.providers.embedder_errors import EmbedderError
-from app.services import dedup, gate, passages, queue
+from app.services import dedup, gate, metrics, passages, queue
 from app.services.inputs import Label, Metadata, Name, NonBlank, Real, ShortText, When
 from app.services.jobs import run_job_now
 from app.services.runtime import Elephant
@@ -211,7 +211,8 @@ def _check_length(elephant: Elephant, text: str, where: str) -> None:
 
 def _embed(elephant: Elephant, texts: Sequence[str]) -> Vectors | None:
     try:
-        return elephant.embedder.embed_documents(texts)
+        with metrics.embedding("document", len(texts)):
+            return elephant.embedder.embed_documents(texts)
     except EmbedderError:
         return None  # stored without vectors; an embed job fills them in later
 

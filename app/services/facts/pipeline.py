@@ -24,7 +24,7 @@ from typing import Any
 from app.config import FactsSettings
 from app.db.runtime import Connection
 from app.prompts import extract_facts as extract_prompt
-from app.services import contradictions
+from app.services import contradictions, metrics
 from app.services.facts.dates import storable
 from app.services.facts.model import Assistants, ExtractedFact, TurnInput
 from app.services.facts.offline import ASSISTANT_CONFIDENCE, extract_offline
@@ -52,7 +52,8 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
     ]
     if not facts:
         return 0
-    vectors = elephant.embedder.embed_documents([fact.text for fact in facts])
+    with metrics.embedding("document", len(facts)):
+        vectors = elephant.embedder.embed_documents([fact.text for fact in facts])
     rows = []
     for fact, vector in zip(facts, vectors, strict=True):
         rows.append(

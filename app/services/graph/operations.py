@@ -23,7 +23,7 @@ from msgspec import UNSET, UnsetType
 from app.db.runtime import Connection
 from app.errors import CapabilityMissing, InvalidInput
 from app.providers.embedder_errors import EmbedderError
-from app.services import queue
+from app.services import metrics, queue
 from app.services.graph import vocabulary as vocab
 from app.services.graph.models import (
     DecisionIn,
@@ -186,7 +186,8 @@ def _embed_observations(
         for o in observations
     ]
     try:
-        return list(elephant.embedder.embed_documents(texts))
+        with metrics.embedding("document", len(texts)):
+            return list(elephant.embedder.embed_documents(texts))
     except EmbedderError:
         return [None] * len(texts)  # stored without vectors, backfilled by a job
 

@@ -86,7 +86,7 @@ def _copy(elephant: Elephant, source: GraphStore, target: GraphStore, tenant: st
             return TenantCopy(tenant)
     target.ensure(tenant)  # an AGE graph is provisioned outside the tenant transaction
     with elephant.db.tenant(tenant) as conn:
-        entities = {e.key: e for chunk in _pages(source, conn, tenant) for e in chunk}
+        entities = {e.key: e for chunk in entity_pages(source, conn, tenant) for e in chunk}
         counts = _copy_entities(conn, tenant, target, list(entities.values()))
         relations: dict[tuple[Any, ...], Relation] = {}
         for keys in _chunks(list(entities)):
@@ -136,7 +136,7 @@ def _copy_relations(
     return len(missing), len(relations) - len(missing)
 
 
-def _pages(store: GraphStore, conn: Connection, tenant: str) -> Iterator[list[Entity]]:
+def entity_pages(store: GraphStore, conn: Connection, tenant: str) -> Iterator[list[Entity]]:
     offset = 0
     while True:
         chunk, _ = store.page(conn, tenant, offset, PAGE)

@@ -25,7 +25,7 @@ from app.config import validate_tenant_id
 from app.db.runtime import TENANT_SETTING, Connection, Database
 from app.errors import InvalidInput, NotFound
 from app.services.graph.store import GraphStore
-from app.services.graph.transfer import _pages
+from app.services.graph.transfer import entity_pages
 from app.services.runtime import Elephant
 from app.services.transfer import catalog, fileformat
 from app.services.transfer.catalog import Table
@@ -206,13 +206,13 @@ def _graph(conn: Connection, store: GraphStore, tenant: str, writer: _Writer) ->
     """Entities page by page (the graph-migrate reader); then, paging again in the same
     snapshot, each relation once: with the page holding its source entity."""
     writer.counts[fileformat.GRAPH_ENTITIES] = 0
-    for page in _pages(store, conn, tenant):
+    for page in entity_pages(store, conn, tenant):
         writer.row_lines(
             fileformat.GRAPH_ENTITIES,
             (_graph_line(fileformat.GRAPH_ENTITIES, asdict(entity)) for entity in page),
         )
     writer.counts[fileformat.GRAPH_RELATIONS] = 0
-    for page in _pages(store, conn, tenant):
+    for page in entity_pages(store, conn, tenant):
         keys = {entity.key for entity in page}
         writer.row_lines(
             fileformat.GRAPH_RELATIONS,

@@ -32,7 +32,7 @@ from typing import IO, Any, LiteralString
 from app.db.runtime import Connection
 from app.errors import ElephantError, InvalidInput
 from app.services.graph.store import Entity, GraphStore, Relation
-from app.services.graph.transfer import _pages
+from app.services.graph.transfer import entity_pages
 from app.services.runtime import Elephant
 from app.services.transfer.export import FETCH, snapshot
 
@@ -252,7 +252,7 @@ def _entity_names(
     """Every entity's file name, before any entity file is written: links go both ways."""
     return {
         entity.key: (names.claim(entity.name), entity.name)
-        for page in _pages(store, conn, tenant)
+        for page in entity_pages(store, conn, tenant)
         for entity in page
     }
 
@@ -265,7 +265,7 @@ def _entities(
     stems: dict[str, tuple[str, str]],
     conversations: dict[str, tuple[str, str]],
 ) -> None:
-    for page in _pages(store, conn, tenant):
+    for page in entity_pages(store, conn, tenant):
         keys = [entity.key for entity in page]
         relations = store.relations(conn, tenant, keys, active_only=False)
         facts: dict[str, list[tuple[Any, ...]]] = {}
