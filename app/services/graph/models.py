@@ -375,18 +375,6 @@ class NodeSearchResult(_Result):
 
 
 @dataclass(frozen=True, slots=True)
-class GraphPage(_Result):
-    """Entities in name order: summaries, or nodes when not summary; next_offset None at
-    the end."""
-
-    entities: list[EntitySummary | GraphNode]
-    total: int
-    offset: int
-    limit: int
-    next_offset: int | None
-
-
-@dataclass(frozen=True, slots=True)
 class Neighbourhood(_Result):
     """Nodes and edges around the seeds; truncated when the limit left nodes out."""
 
