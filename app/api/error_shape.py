@@ -7,7 +7,8 @@ responses are written by other code: the OpenAPI controller's HTML 404
 "error_description"}``).
 This middleware rewrites such a response into ``{"error", "message"}`` with the
 same status and headers. JSON-RPC error bodies from the MCP endpoint are left as
-they are (an MCP client reads them), and so is any body already in our shape.
+they are (an MCP client reads them), and so is any body already in our shape and
+any other JSON object (a report such as /health's 503 answer).
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def _shaped(status: int, media: str, body: bytes) -> bytes | None:
             described = found.get("error_description")
             if isinstance(found.get("error"), str) and isinstance(described, str):
                 return _encode({**found, "message": described})  # OAuth: keep its fields
+            if {"status_code", "detail"} <= found.keys():  # Litestar's own shape
+                return _encode({"error": code, "message": str(found["detail"])})
+            return None  # a report of our own that a 4xx/5xx carries (/health's 503)
         return _encode({"error": code, "message": _phrase(status)})
     text = body.decode("utf-8", errors="replace").strip()
     plain = media in ("text/plain", "") and 0 < len(text) <= MAX_TEXT_MESSAGE and text.isprintable()

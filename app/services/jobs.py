@@ -23,7 +23,7 @@ from app.errors import ElephantError
 from app.providers.llm import LLMError
 from app.services import passages, queue
 from app.services.facts.pipeline import run_extraction
-from app.services.lifecycle import maintenance
+from app.services.lifecycle import backfill, maintenance
 from app.services.runtime import Elephant
 from app.services.usage import record_usage
 
@@ -40,22 +40,7 @@ def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) ->
     for passages, before they existed). One batch per job, in one transaction; when a
     batch was full the job queues its successor, so a large backlog never holds one
     long transaction."""
-    done, full = 0, False
-    for table, text in (("memories", "text"), ("facts", "coalesce(subject || ': ', '') || text")):
-        rows = conn.execute(
-            f"SELECT id, {text} FROM {table} WHERE embedding IS NULL ORDER BY created_at LIMIT %s",
-            (BACKFILL_BATCH,),
-        ).fetchall()
-        if not rows:
-            continue
-        vectors = elephant.embedder.embed_documents([value for _, value in rows])
-        with conn.cursor() as cursor:
-            cursor.executemany(
-                f"UPDATE {table} SET embedding = %s WHERE id = %s",
-                [(vector, row_id) for (row_id, _), vector in zip(rows, vectors, strict=True)],
-            )
-        done += len(rows)
-        full = full or len(rows) == BACKFILL_BATCH
+    done, full = backfill.fill_vectors(elephant, conn, BACKFILL_BATCH)
     filled = passages.backfill(
         conn,
         job.tenant_id,

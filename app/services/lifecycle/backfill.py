@@ -11,14 +11,15 @@ sweeps whatever is left, up to ``BATCHES`` batches per run, on the schedule or o
 from __future__ import annotations
 
 from app.db.runtime import Connection
-from app.services import passages
+from app.services import metrics, passages
 from app.services.lifecycle.report import Report
 from app.services.runtime import Elephant
 
 BATCH = 500
 BATCHES = 20
-# table -> the text its vector is made from (as at commit)
-_EMBEDDED = {"memories": "text", "facts": "coalesce(subject || ': ', '') || text"}
+# table -> the text its vector is made from, as on the write paths (commit embeds a
+# memory's text, extraction a fact's text), so a backfilled vector equals a fresh one
+_EMBEDDED = {"memories": "text", "facts": "text"}
 
 
 def _missing(conn: Connection) -> dict[str, int]:
@@ -42,7 +43,8 @@ def fill_vectors(elephant: Elephant, conn: Connection, limit: int) -> tuple[int,
         ).fetchall()
         if not rows:
             continue
-        vectors = elephant.embedder.embed_documents([str(value) for _, value in rows])
+        with metrics.embedding("document", len(rows)):
+            vectors = elephant.embedder.embed_documents([str(value) for _, value in rows])
         with conn.cursor() as cursor:
             cursor.executemany(
                 f"UPDATE {table} SET embedding = %s WHERE id = %s",
