@@ -23,9 +23,9 @@ import click
 from pydantic import ValidationError
 
 from app import __version__
+from app.cli_support import command_settings, opened_runtime, print_json
 from app.config import Settings, load_settings, redacted, reference_markdown
 from app.errors import ElephantError, InvalidInput
-from app.logs import configure_logging
 
 if TYPE_CHECKING:
     from app.db import Database
@@ -34,21 +34,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Seconds uvicorn waits for open requests at SIGTERM; with the worker's 1.5 s and the
 # server's fast stop, shutdown stays within about 5 s.
 SHUTDOWN_GRACE_S = 1
-
-
-def _settings(*, serving: bool = False) -> Settings:
-    """The settings, with logging set up by them (quiet start-up unless ``elephant -v``).
-
-    Servers (serve, mcp, worker) log at log.level; a one-shot command prints its answer
-    and only warnings and errors besides, unless -v."""
-    settings = load_settings()
-    context = click.get_current_context(silent=True)
-    verbose = bool(context and context.find_root().params.get("verbose"))
-    configure_logging(settings, verbose=verbose)
-    if not serving and not verbose:
-        root = logging.getLogger()
-        root.setLevel(max(root.level, logging.WARNING))
-    return settings
 
 
 class ElephantGroup(click.Group):
@@ -143,7 +128,7 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
     from app.services.runtime import Elephant
     from app.services.worker import start_worker
 
-    settings = _with_auth_mode(_settings(serving=True), auth)
+    settings = _with_auth_mode(command_settings(serving=True), auth)
     bind = host or settings.server.host
     served_port = port or settings.server.port
     check_bind(settings, bind, where="elephant serve")
@@ -214,7 +199,7 @@ def mcp_command(
 
     Over stdio, initialize is answered at once; the tools, the database and then the
     embedding model load in the background after it (app/mcp/server.py)."""
-    settings = _with_auth_mode(_settings(serving=True), auth)
+    settings = _with_auth_mode(command_settings(serving=True), auth)
     if profile is not None:
         settings = settings.model_copy(
             update={"mcp": settings.mcp.model_copy(update={"profile": profile})}
@@ -265,7 +250,7 @@ def worker(once: bool) -> None:
     from app.services.runtime import Elephant
     from app.services.worker import start_worker
 
-    settings = _settings(serving=True)
+    settings = command_settings(serving=True)
     elephant = Elephant.open(settings)
     try:
         if once:
@@ -297,7 +282,7 @@ def ingest(path: Path, tenant: str | None, fmt: str, split_tenants: bool, no_ext
     from app.services.jobs import drain
     from app.services.runtime import Elephant
 
-    settings = _settings()
+    settings = command_settings()
     items = ingest_service.read_items(path, tenant or settings.tenant.default, fmt, split_tenants)
     elephant = Elephant.open(settings)
     try:
@@ -317,7 +302,7 @@ def migrate(target: str, down: bool, status: bool) -> None:
     """Upgrade the schema to TARGET (default head), or downgrade with --down."""
     from app.db import Database
 
-    settings = _settings()
+    settings = command_settings()
     db = Database(settings)
     try:
         db.start_server()
@@ -341,7 +326,7 @@ def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> 
     from app.db import Database
     from app.db.embedded import binaries_dir
 
-    settings = _settings()
+    settings = command_settings()
     db = Database(settings)
     try:
         db.open()
@@ -370,19 +355,19 @@ def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> 
 def search_command(query: str, tenant: str | None, limit: int | None, explain: bool) -> None:
     """Hybrid search from the shell; prints JSON. A running `elephant serve` on this
     database answers it with its loaded model; otherwise it runs here."""
-    settings = _settings()
+    settings = command_settings()
     body: dict[str, Any] = {"query": query, "explain": explain}
     if limit is not None:
         body["limit"] = limit
     answered = _delegated(settings, "POST", "/search", tenant, body=body)
     if answered is not None:
-        _print(answered[0])
+        print_json(answered[0])
         return
     from app.services.search import SearchRequest, search
 
     request = SearchRequest(query=query, limit=limit, explain=explain)  # refused before opening
-    with _opened(settings) as (elephant, default):
-        _print(search(elephant, tenant or default, request).response())
+    with opened_runtime(settings) as (elephant, default):
+        print_json(search(elephant, tenant or default, request).response())
 
 
 def _delegated(
@@ -407,7 +392,7 @@ def doctor() -> None:
     """Check everything an operator would check by hand; exit 1 when a check fails."""
     from app.services.doctor import diagnose
 
-    with _opened() as (elephant, _default):
+    with opened_runtime() as (elephant, _default):
         report = diagnose(elephant)
     marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
     for check in report.checks:
@@ -422,32 +407,6 @@ def graph() -> None:
     """The knowledge graph from the shell (prints JSON)."""
 
 
-@contextmanager
-def _opened(settings: Settings | None = None) -> Iterator[tuple[Any, str]]:
-    """The runtime and the default tenant, closed afterwards."""
-    from app.services.runtime import Elephant
-
-    settings = settings or _settings()
-    elephant = Elephant.open(settings)
-    try:
-        yield elephant, settings.tenant.default
-    finally:
-        elephant.close()
-
-
-def _print(value: Any) -> None:
-    """A result as JSON: a typed result (a dataclass or msgspec Struct) as the object of its
-    fields, anything else JSON has no type for (a datetime, a uuid) as its str()."""
-    click.echo(json.dumps(value, indent=2, default=_json_default))
-
-
-def _json_default(value: Any) -> Any:
-    """The API's JSON form (times in UTC with Z): one encoder for every output."""
-    from app.services.jsonable import default
-
-    return default(value)
-
-
 @graph.command(name="search")
 @click.argument("query")
 @tenant_option()
@@ -458,16 +417,16 @@ def graph_search(
     query: str, tenant: str | None, domain: str | None, entity_type: str | None, limit: int
 ) -> None:
     """Entities by name, then by what their observations say (a running server answers)."""
-    settings = _settings()
+    settings = command_settings()
     query_string = {"query": query, "domain": domain, "entity_type": entity_type, "limit": limit}
     answered = _delegated(settings, "GET", "/graph/search", tenant, query=query_string)
     if answered is not None:
-        _print(answered[0])
+        print_json(answered[0])
         return
     from app.services.graph import reads
 
-    with _opened(settings) as (elephant, default):
-        _print(
+    with opened_runtime(settings) as (elephant, default):
+        print_json(
             reads.search_nodes(
                 elephant, tenant or default, query, domain=domain, entity_type=entity_type,
                 limit=limit,
@@ -482,8 +441,8 @@ def graph_open(names: tuple[str, ...], tenant: str | None) -> None:
     """Entities with their active observations and current relations."""
     from app.services.graph import reads
 
-    with _opened() as (elephant, default):
-        _print(reads.open_nodes(elephant, tenant or default, list(names)).to_dict())
+    with opened_runtime() as (elephant, default):
+        print_json(reads.open_nodes(elephant, tenant or default, list(names)).to_dict())
 
 
 @graph.command(name="show")
@@ -495,8 +454,8 @@ def graph_show(tenant: str | None, offset: int, limit: int, full: bool) -> None:
     """One page of the graph in name order."""
     from app.services.graph import reads
 
-    with _opened() as (elephant, default):
-        _print(
+    with opened_runtime() as (elephant, default):
+        print_json(
             reads.read_graph(
                 elephant, tenant or default, offset=offset, limit=limit, summary=not full
             ).to_dict()
@@ -512,8 +471,8 @@ def graph_record(path: Any, tenant: str | None) -> None:
     from app.services.graph.models import RecordIn
 
     request = RecordIn.model_validate_json(path.read())
-    with _opened() as (elephant, default):
-        _print(operations.record(elephant, tenant or default, request).to_dict())
+    with opened_runtime() as (elephant, default):
+        print_json(operations.record(elephant, tenant or default, request).to_dict())
 
 
 @graph.command(name="migrate")
@@ -532,9 +491,9 @@ def graph_migrate(target: str, tenant: str | None) -> None:
     from app.services.graph.backend import Backend
 
     backend: Backend = "age" if target == "age" else "relational"
-    with _opened() as (elephant, _default):
+    with opened_runtime() as (elephant, _default):
         report = transfer.migrate_graph(elephant, backend, tenant)
-    _print(report)
+    print_json(report)
     click.echo(
         f"copied {report.entities_copied} entities and {report.relations_copied} relations "
         f"from {report.source} into {report.target}; set graph.backend = {report.target} "
@@ -553,7 +512,7 @@ def _database() -> Iterator[Database]:
     """The database alone (no models): key and audit commands start fast."""
     from app.db import Database
 
-    db = Database(_settings())
+    db = Database(command_settings())
     try:
         db.open()
         yield db
@@ -587,7 +546,7 @@ def keys_create(
         }
     )
     with _database() as db:
-        _print(key_service.create_key(db, request))
+        print_json(key_service.create_key(db, request))
 
 
 @keys.command("list")
@@ -599,7 +558,7 @@ def keys_list(tenant: str | None, revoked: bool) -> None:
 
     with _database() as db:
         found = key_service.list_keys(db, tenant=tenant, include_revoked=revoked)
-        _print(found)
+        print_json(found)
 
 
 @keys.command("revoke")
@@ -609,7 +568,7 @@ def keys_revoke(prefix: str) -> None:
     from app.services import keys as key_service
 
     with _database() as db:
-        _print(key_service.revoke_key(db, prefix, tenant=None))
+        print_json(key_service.revoke_key(db, prefix, tenant=None))
 
 
 @main.command("audit")
@@ -620,7 +579,7 @@ def audit_command(tenant: str | None, limit: int) -> None:
     from app.services import audit
 
     with _database() as db:
-        _print(audit.entries(db, tenant=tenant, limit=limit))
+        print_json(audit.entries(db, tenant=tenant, limit=limit))
 
 
 @main.command("erase")
@@ -668,8 +627,8 @@ def erase_command(
             f"erasing tenant {tenant} removes all of it for good: add --yes "
             "(see what would go with --dry-run)"
         )
-    with _opened() as (elephant, default):
-        _print(erase(elephant, tenant or default, request))
+    with opened_runtime() as (elephant, default):
+        print_json(erase(elephant, tenant or default, request))
 
 
 @main.group()
@@ -699,7 +658,7 @@ def embedded_status() -> None:
     """Say whether the embedded server runs, and who holds it."""
     from app.db.embedded import EmbeddedPostgres
 
-    settings = _settings()
+    settings = command_settings()
     server = EmbeddedPostgres(settings.data_dir / "embedded", port=settings.embedded.port)
     status = server.status()
     if status is None:
@@ -716,7 +675,7 @@ def embedded_stop() -> None:
     """Stop the embedded server even if other processes hold it."""
     from app.db.embedded import EmbeddedPostgres
 
-    settings = _settings()
+    settings = command_settings()
     EmbeddedPostgres(settings.data_dir / "embedded", port=settings.embedded.port).stop()
     click.echo("stopped")
 

@@ -26,11 +26,11 @@ def _echo(value: Any) -> None:
 
 
 @contextmanager
-def _opened() -> Iterator[Elephant]:
-    from app.cli import _settings
+def opened_runtime() -> Iterator[Elephant]:
+    from app.cli_support import command_settings
     from app.services.runtime import Elephant
 
-    elephant = Elephant.open(_settings())
+    elephant = Elephant.open(command_settings())
     try:
         yield elephant
     finally:
@@ -60,7 +60,7 @@ def _run(kind: str, tenant: str | None, every: bool, dry_run: bool) -> None:
 
     if every and tenant is not None:
         raise click.UsageError("give --tenant or --all, not both")
-    with _opened() as elephant:
+    with opened_runtime() as elephant:
         reports = [
             run_now(elephant, name, kind, dry_run=dry_run).as_dict()
             for name in _targets(elephant, tenant, every)
@@ -110,7 +110,7 @@ def status() -> None:
     """Per kind: its interval, last run, queued and running jobs, tenants it is due for."""
     from app.services.lifecycle.maintenance import state
 
-    with _opened() as elephant:
+    with opened_runtime() as elephant:
         _echo([dataclasses.asdict(kind) for kind in state(elephant)])
 
 
@@ -137,7 +137,7 @@ def reembed(
     then swapped); without --model, resume the one in progress."""
     from app.services import reembed as service
 
-    with _opened() as elephant:
+    with opened_runtime() as elephant:
         if show:
             current = service.status(elephant)
         elif cancel:

@@ -62,10 +62,10 @@ def export_command(
         raise InvalidInput("--out is for --format jsonl; a vault goes to --dir")
     if fmt == "jsonl" and directory is not None:
         raise InvalidInput("--dir is for --format vault; JSON lines go to --out FILE (or stdout)")
-    from app.cli import _opened
+    from app.cli_support import opened_runtime
     from app.services.transfer import export, vault
 
-    with _opened() as (elephant, default):
+    with opened_runtime() as (elephant, default):
         name = tenant or default
         if directory is not None:
             written = vault.export_vault(elephant, name, directory)
@@ -109,12 +109,12 @@ def export_command(
 def import_command(path: Path, tenant: str | None, new_ids: bool) -> None:
     """Import an `elephant export` file into an empty tenant: all or nothing. Vectors made
     by another embedding model (or left out) are made again."""
-    from app.cli import _opened, _print
+    from app.cli_support import opened_runtime, print_json
     from app.services.transfer import importer
 
-    with _spooled(path) as readable, _opened() as (elephant, _default):
+    with _spooled(path) as readable, opened_runtime() as (elephant, _default):
         report = importer.import_tenant(elephant, readable, tenant, new_ids=new_ids)
-    _print(report)
+    print_json(report)
     click.echo(
         f"imported {sum(report.rows.values())} rows and {report.graph_entities} graph entities "
         f"into tenant {report.tenant} in {report.seconds} s (vectors {report.vectors})",

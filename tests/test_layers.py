@@ -17,11 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Top to bottom; packages of one layer may import each other (module cycles still fail).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("cli",),
+    ("cli", "cli_maintain", "cli_transfer"),
+    ("cli_support",),
     ("api",),
     ("mcp",),
     ("services", "prompts"),
     ("providers", "db"),
+    ("logs",),
     ("config",),
     ("errors",),
     ("",),  # app/__init__.py

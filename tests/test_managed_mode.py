@@ -208,6 +208,16 @@ def test_a_migrator_that_is_not_a_superuser_builds_and_serves_it(
         commit_note(elephant, "svc", NoteIn(text=NOTES[0], source="chat"), wait=True)
         lanes = {"windows": 0, "facts": 0, "keyword": 10}
         found = search(elephant, "svc", SearchRequest(query="zymurgy", lanes=lanes, explain=True))
+        # The worker (which reads no tenant rows) lists tenants and schedules maintenance
+        # through owner-run functions: under FORCE row level security on tenants too.
+        with db.worker_connection() as conn:
+            listed = [r[0] for r in conn.execute("SELECT elephant_maintenance_tenants()")]
+            queued = conn.execute(
+                "SELECT elephant_schedule_maintenance('maintain_decay', 3600, 3)"
+            ).fetchone()
+            scope = conn.execute(
+                "SELECT current_setting('elephant.maintenance_scope', true)"
+            ).fetchone()
         with db.admin_connection() as conn:
             row = conn.execute(
                 "SELECT r.rolsuper, "
@@ -220,3 +230,5 @@ def test_a_migrator_that_is_not_a_superuser_builds_and_serves_it(
     assert found.explain is not None and found.explain.keyword_engine == "tsvector"
     assert found.hits and found.hits[0].text == NOTES[0] and found.hits[0].ranks.keyword == 1
     assert row == (False, ["mg_app_keyword"], False)  # CREATE was lent for the ALTER only
+    assert "svc" in listed and queued == (1,)
+    assert scope is not None and scope[0] in (None, "")  # the scope was put back

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import psycopg
 from prometheus_client import (
@@ -36,10 +36,18 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
     from app.config import MetricsSettings
+    from app.db import Database
     from app.providers.llm import LLMUsage
-    from app.services.runtime import Elephant
 
 log = logging.getLogger(__name__)
+
+
+class Runtime(Protocol):
+    """What a scrape reads of the running Elephant (its database), named without
+    importing app.services.runtime, which imports the services that record here."""
+
+    db: Database
+
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Seconds: a request or a search phase (ms to s); an LLM call (up to minutes).
@@ -176,7 +184,7 @@ class RuntimeCollector(Collector):
     elephant_scrape_errors_total{source="database"} counts it."""
 
     def __init__(
-        self, get_elephant: Callable[[], Elephant | None], settings: MetricsSettings
+        self, get_elephant: Callable[[], Runtime | None], settings: MetricsSettings
     ) -> None:
         self._get_elephant = get_elephant
         self._settings = settings
@@ -194,7 +202,7 @@ class RuntimeCollector(Collector):
         yield from _pool_metrics({"app": pool})
         yield from self._queue(elephant)
 
-    def _queue(self, elephant: Elephant) -> Iterator[Metric]:
+    def _queue(self, elephant: Runtime) -> Iterator[Metric]:
         depth = GaugeMetricFamily(
             "elephant_queue_jobs",
             "Jobs waiting (queued) or running, by kind and status.",
@@ -285,7 +293,7 @@ class _Forward(Collector):
 
 
 def app_registry(
-    get_elephant: Callable[[], Elephant | None], settings: MetricsSettings
+    get_elephant: Callable[[], Runtime | None], settings: MetricsSettings
 ) -> CollectorRegistry:
     """What one app's /metrics shows: the process's counters and the app's runtime."""
     registry = CollectorRegistry()

@@ -11,7 +11,7 @@
 -- table live in the same shard and a tenant-filtered statement is a single-shard
 -- router query (joins, recursive CTEs and foreign keys stay inside that shard).
 -- Reference (a copy on every node): tenants, the target of every table's foreign key.
--- coordinator-local: jobs, api_keys, audit_log, graphs, elephant_meta, alembic_version
+-- coordinator-local: jobs, api_keys, audit_log, graphs, elephant_meta, alembic_version, maintenance_runs
 --   (jobs: the worker's cross-tenant FOR UPDATE SKIP LOCKED claim needs one table;
 --    api_keys, audit_log: tenant_id may be NULL, which a distribution column cannot be;
 --    graphs: Apache AGE bookkeeping, empty on Citus (no AGE); elephant_meta,
@@ -51,11 +51,11 @@ SELECT create_distributed_table('llm_usage', 'tenant_id', colocate_with => 'conv
 SELECT create_distributed_table('kg_entities', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('kg_relations', 'tenant_id', colocate_with => 'conversations');
 
--- 5. jobs and graphs keep their foreign key to tenants (now a reference table), which
+-- 5. jobs, graphs and maintenance_runs (small, operational) keep their foreign key to tenants (now a reference table), which
 --    makes them "Citus managed local tables" on the coordinator; Citus may already
 --    have done so (citus.enable_local_reference_table_foreign_keys, on by default).
 SELECT citus_add_local_table_to_metadata(t::regclass)
-  FROM unnest(ARRAY['jobs', 'graphs']) AS t
+  FROM unnest(ARRAY['jobs', 'graphs', 'maintenance_runs']) AS t
  WHERE NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = t::regclass);
 
 -- 6. Row-level security reads elephant.tenant_id on the workers too: Citus sends a

@@ -149,8 +149,9 @@ def upgrade() -> None:
         "WHERE kind LIKE 'maintain\\_%'"
     )
 
-    # The owner reads tenant ids only inside the functions below (their SET clause):
-    # without it a non-superuser owner sees none, tenants being FORCE row level security.
+    # The owner reads tenant ids only inside the functions below (they set the scope for
+    # their query and put it back; a SET clause on a custom setting would need a superuser
+    # to create): without it a non-superuser owner sees none, tenants being FORCE RLS.
     op.execute(
         "CREATE POLICY maintenance_scope ON tenants FOR SELECT TO CURRENT_USER "
         f"USING (current_setting('{SCOPE_SETTING}', true) = 'on')"
@@ -159,9 +160,15 @@ def upgrade() -> None:
         f"""
         CREATE FUNCTION elephant_maintenance_tenants()
         RETURNS SETOF text
-        LANGUAGE sql STABLE SECURITY DEFINER
-        SET search_path = pg_catalog, public SET {SCOPE_SETTING} = 'on' AS $$
-            SELECT id FROM tenants ORDER BY id
+        LANGUAGE plpgsql STABLE SECURITY DEFINER
+        SET search_path = pg_catalog, public AS $$
+        DECLARE
+            v_scope text := current_setting('{SCOPE_SETTING}', true);
+        BEGIN
+            PERFORM set_config('{SCOPE_SETTING}', 'on', true);
+            RETURN QUERY SELECT id FROM tenants ORDER BY id;
+            PERFORM set_config('{SCOPE_SETTING}', coalesce(v_scope, ''), true);
+        END
         $$
         """
     )
@@ -171,9 +178,10 @@ def upgrade() -> None:
             p_kind text, p_every_seconds integer, p_max_attempts integer)
         RETURNS integer
         LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-        SET search_path = pg_catalog, public SET {SCOPE_SETTING} = 'on' AS $$
+        SET search_path = pg_catalog, public AS $$
         DECLARE
             v_added integer;
+            v_scope text := current_setting('{SCOPE_SETTING}', true);
         BEGIN
             IF p_kind IS NULL OR p_kind !~ '^maintain_[a-z_]{{1,40}}$' THEN
                 RAISE EXCEPTION 'not a maintenance job kind: %', p_kind USING ERRCODE = '22023';
@@ -190,6 +198,7 @@ def upgrade() -> None:
             -- snapshot per statement) sees the jobs the first queued.
             PERFORM pg_advisory_xact_lock(hashtext('elephant_schedule_maintenance'),
                                           hashtext(p_kind));
+            PERFORM set_config('{SCOPE_SETTING}', 'on', true);
             WITH added AS (
                 INSERT INTO jobs (tenant_id, kind, payload, max_attempts)
                 SELECT t.id, p_kind, '{{"trigger": "schedule"}}'::jsonb, p_max_attempts
@@ -202,6 +211,7 @@ def upgrade() -> None:
                 ON CONFLICT DO NOTHING
                 RETURNING 1)
             SELECT count(*)::integer INTO v_added FROM added;
+            PERFORM set_config('{SCOPE_SETTING}', coalesce(v_scope, ''), true);
             RETURN v_added;
         END
         $$

@@ -29,13 +29,20 @@ SET search_path = pg_catalog, public AS $$
                             / 50.0)))))
 $$;
 
--- Every tenant id, for the worker role; the SET clause opens the policy
--- maintenance_scope on tenants for the owner inside this call only.
+-- Every tenant id, for the worker role. It opens the policy maintenance_scope on tenants
+-- for the owner while its query runs, and puts the setting back (set_config, not a SET
+-- clause: a SET clause on a custom setting needs a superuser to create).
 CREATE OR REPLACE FUNCTION elephant_maintenance_tenants()
 RETURNS SETOF text
-LANGUAGE sql STABLE SECURITY DEFINER
-SET search_path = pg_catalog, public SET elephant.maintenance_scope = 'on' AS $$
-    SELECT id FROM tenants ORDER BY id
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public AS $$
+DECLARE
+    v_scope text := current_setting('elephant.maintenance_scope', true);
+BEGIN
+    PERFORM set_config('elephant.maintenance_scope', 'on', true);
+    RETURN QUERY SELECT id FROM tenants ORDER BY id;
+    PERFORM set_config('elephant.maintenance_scope', coalesce(v_scope, ''), true);
+END
 $$;
 
 -- Queue a maintenance job (kind maintain_*) for each tenant with none queued or running
@@ -45,9 +52,10 @@ CREATE OR REPLACE FUNCTION elephant_schedule_maintenance(
     p_kind text, p_every_seconds integer, p_max_attempts integer)
 RETURNS integer
 LANGUAGE plpgsql VOLATILE SECURITY DEFINER
-SET search_path = pg_catalog, public SET elephant.maintenance_scope = 'on' AS $$
+SET search_path = pg_catalog, public AS $$
 DECLARE
     v_added integer;
+    v_scope text := current_setting('elephant.maintenance_scope', true);
 BEGIN
     IF p_kind IS NULL OR p_kind !~ '^maintain_[a-z_]{1,40}$' THEN
         RAISE EXCEPTION 'not a maintenance job kind: %', p_kind USING ERRCODE = '22023';
@@ -61,6 +69,7 @@ BEGIN
               USING ERRCODE = '22023';
     END IF;
     PERFORM pg_advisory_xact_lock(hashtext('elephant_schedule_maintenance'), hashtext(p_kind));
+    PERFORM set_config('elephant.maintenance_scope', 'on', true);
     WITH added AS (
         INSERT INTO jobs (tenant_id, kind, payload, max_attempts)
         SELECT t.id, p_kind, '{"trigger": "schedule"}'::jsonb, p_max_attempts
@@ -73,6 +82,7 @@ BEGIN
         ON CONFLICT DO NOTHING
         RETURNING 1)
     SELECT count(*)::integer INTO v_added FROM added;
+    PERFORM set_config('elephant.maintenance_scope', coalesce(v_scope, ''), true);
     RETURN v_added;
 END
 $$;

@@ -1,0 +1,57 @@
+"""What every ``elephant`` command module shares: its settings (with logging set up),
+the runtime it opens, and JSON output. Kept apart from app/cli.py so command modules
+(app/cli_maintain.py, app/cli_transfer.py) use it without importing the command group."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+
+from app.config import Settings, load_settings
+from app.logs import configure_logging
+
+
+def command_settings(*, serving: bool = False) -> Settings:
+    """The settings, with logging set up by them (quiet start-up unless ``elephant -v``).
+
+    Servers (serve, mcp, worker) log at log.level; a one-shot command prints its answer
+    and only warnings and errors besides, unless -v."""
+    settings = load_settings()
+    context = click.get_current_context(silent=True)
+    verbose = bool(context and context.find_root().params.get("verbose"))
+    configure_logging(settings, verbose=verbose)
+    if not serving and not verbose:
+        root = logging.getLogger()
+        root.setLevel(max(root.level, logging.WARNING))
+    return settings
+
+
+@contextmanager
+def opened_runtime(settings: Settings | None = None) -> Iterator[tuple[Any, str]]:
+    """The runtime and the default tenant, closed afterwards."""
+    from app.services.runtime import Elephant
+
+    settings = settings or command_settings()
+    elephant = Elephant.open(settings)
+    try:
+        yield elephant, settings.tenant.default
+    finally:
+        elephant.close()
+
+
+def print_json(value: Any) -> None:
+    """A result as JSON: a typed result (a dataclass or msgspec Struct) as the object of its
+    fields, anything else JSON has no type for (a datetime, a uuid) as its str()."""
+    click.echo(json.dumps(value, indent=2, default=json_default))
+
+
+def json_default(value: Any) -> Any:
+    """The API's JSON form (times in UTC with Z): one encoder for every output."""
+    from app.services.jsonable import default
+
+    return default(value)
