@@ -45,7 +45,8 @@ MANAGED_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py
 	tests/test_rls.py tests/test_sessions.py tests/test_passages.py tests/test_windows.py \
 	tests/test_graph.py tests/test_graph_api.py tests/test_graph_search.py \
 	tests/test_graph_relational.py tests/test_erasure.py tests/test_isolation.py \
-	tests/test_search_plans.py tests/test_managed_mode.py
+	tests/test_search_plans.py tests/test_managed_mode.py tests/test_export.py \
+	tests/test_lifecycle.py tests/test_maintenance.py
 
 test: lint
 	$(BIN)/pytest
