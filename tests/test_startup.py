@@ -115,17 +115,28 @@ class Lines:
 
     def __init__(self, stream: Any) -> None:
         self._queue: queue.Queue[bytes] = queue.Queue()
+        self._seen: list[dict[str, Any]] = []
         threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
 
     def _pump(self, stream: Any) -> None:
         for line in iter(stream.readline, b""):
             self._queue.put(line)
 
-    def next(self, timeout_s: float, what: str) -> dict[str, Any]:
-        try:
-            return dict(json.loads(self._queue.get(timeout=timeout_s)))
-        except queue.Empty:
-            pytest.fail(f"no answer to {what} within {timeout_s:.0f} s")
+    def answer(self, request_id: int, timeout_s: float, what: str) -> dict[str, Any]:
+        """The response to one request: the server handles requests concurrently, so
+        answers (and notifications) may arrive in any order; the others are kept."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for index, message in enumerate(self._seen):
+                if message.get("id") == request_id:
+                    return self._seen.pop(index)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                pytest.fail(f"no answer to {what} within {timeout_s:.0f} s; got {self._seen}")
+            try:
+                self._seen.append(dict(json.loads(self._queue.get(timeout=left))))
+            except queue.Empty:
+                continue
 
 
 def torch_mapped(pid: int) -> bool:
@@ -166,14 +177,14 @@ def test_mcp_stdio_answers_initialize_before_loading_the_model(
                 },
             }
         )
-        answer = lines.next(20, "initialize")
+        answer = lines.answer(1, 20, "initialize")
         answered_in = time.monotonic() - started
         assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "elephant", answer
         assert not torch_mapped(proc.pid), "the model was loaded before initialize was answered"
 
         send({"method": "notifications/initialized"})
         send({"id": 2, "method": "tools/list"})
-        tools = lines.next(120, "tools/list")["result"]["tools"]
+        tools = lines.answer(2, 120, "tools/list")["result"]["tools"]
         assert "search" in {tool["name"] for tool in tools}
         send(
             {
@@ -182,7 +193,7 @@ def test_mcp_stdio_answers_initialize_before_loading_the_model(
                 "params": {"name": "search", "arguments": {"query": "Frankfurt staging database"}},
             }
         )
-        found = lines.next(180, "tools/call search")["result"]
+        found = lines.answer(3, 180, "tools/call search")["result"]
         assert not found.get("isError"), found
         hits = found["structuredContent"]["results"]
         assert [hit["text"] for hit in hits][:1] == [NOTE], hits
@@ -223,11 +234,11 @@ def test_mcp_stdio_reports_a_failed_start_to_the_tool_calls(settings: Settings) 
         ):  # fmt: skip
             proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
         proc.stdin.flush()
-        assert "result" in lines.next(20, "initialize")
+        assert "result" in lines.answer(1, 20, "initialize")
         assert "search" in {
-            tool["name"] for tool in lines.next(120, "tools/list")["result"]["tools"]
+            tool["name"] for tool in lines.answer(2, 120, "tools/list")["result"]["tools"]
         }
-        called = lines.next(120, "tools/call")
+        called = lines.answer(3, 120, "tools/call")
         assert called["result"]["isError"] is True, called
         text = called["result"]["content"][0]["text"]
         assert "Elephant could not start" in text and "connect" in text, text
