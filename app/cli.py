@@ -104,13 +104,14 @@ def _with_auth_mode(settings: Settings, mode: str | None) -> Settings:
 
 
 def _announce_auth(settings: Settings) -> None:
+    """A log line (in the log's format: JSON when log.format is json), not a bare echo."""
+    log = logging.getLogger("app.cli")
     if settings.auth.mode == "local":
-        click.echo("auth: local mode, no API keys (loopback only)", err=True)
+        log.info("auth: local mode, no API keys (loopback only)")
     else:
-        click.echo(
+        log.info(
             "auth: API keys required (create one: elephant keys create --tenant T "
-            "--scopes read,write)",
-            err=True,
+            "--scopes read,write)"
         )
 
 

@@ -184,7 +184,7 @@ def test_elephant_serve_writes_one_format_on_stderr(
     text = stderr_path.read_text()
     entries = []
     for line in text.splitlines():
-        if not line.strip() or line.startswith("auth: "):  # the CLI's notice, not a log line
+        if not line.strip():
             continue
         try:
             entries.append(json.loads(line))
@@ -192,6 +192,8 @@ def test_elephant_serve_writes_one_format_on_stderr(
             pytest.fail(f"a stderr line is not JSON: {line!r}\n{text}")
     loggers = {entry["logger"] for entry in entries}
     assert {"uvicorn.error", "uvicorn.access"} <= loggers, loggers
+    # the CLI's own notice is a log line too
+    assert any(e["logger"] == "app.cli" and e["message"].startswith("auth: ") for e in entries)
     access = [e for e in entries if e["logger"] == "uvicorn.access" and "/metrics" in e["message"]]
     assert any(e.get("request_id") == "fmt-1" for e in access), access
     assert all("Traceback" not in entry["message"] for entry in entries)
