@@ -679,7 +679,8 @@ def _tenant_tables(conn: Connection) -> list[str]:
     return [str(row[0]) for row in rows if row[0] not in KEPT_TABLES and row[0] != "api_keys"]
 
 
-def _count(conn: Connection, table: str, tenant: str) -> int:
+def count_tenant_rows(conn: Connection, table: str, tenant: str) -> int:
+    """Rows of ``tenant`` in ``table`` (a table with tenant_id): erasure and export count."""
     row = conn.execute(
         sql.SQL("SELECT count(*) FROM {} WHERE tenant_id = %s").format(sql.Identifier(table)),
         (tenant,),
@@ -715,13 +716,13 @@ def _drop_tenant(conn: Connection, tenant: str) -> tuple[dict[str, int], GraphRe
     is left, else roll everything back. Graph rows are reported as vertices and edges."""
     conn.execute("SELECT 1 FROM tenants WHERE id = %s FOR UPDATE", (tenant,))
     tables = _tenant_tables(conn)
-    removed = {table: _count(conn, table, tenant) for table in tables}
+    removed = {table: count_tenant_rows(conn, table, tenant) for table in tables}
     had_graph, vertices, edges = _graph_size(conn, tenant)
     vertices += removed.pop(RELATIONAL_GRAPH_TABLES[0], 0)
     edges += removed.pop(RELATIONAL_GRAPH_TABLES[1], 0)
     removed["api_keys"] = keys.delete_tenant_keys(conn, tenant)
     removed["tenants"] = conn.execute("DELETE FROM tenants WHERE id = %s", (tenant,)).rowcount
-    left = [table for table in tables if _count(conn, table, tenant)]
+    left = [table for table in tables if count_tenant_rows(conn, table, tenant)]
     if left:
         raise ElephantError(
             f"erasure of tenant {tenant} stopped, nothing was removed: rows would remain in "

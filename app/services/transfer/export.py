@@ -24,6 +24,7 @@ from app import __version__
 from app.config import validate_tenant_id
 from app.db.runtime import TENANT_SETTING, Connection, Database
 from app.errors import InvalidInput, NotFound
+from app.services.erasure import count_tenant_rows
 from app.services.graph.store import GraphStore
 from app.services.graph.transfer import entity_pages
 from app.services.runtime import Elephant
@@ -102,7 +103,9 @@ def export_tenant(
         exported = [table for table in tables.tables.values() if vectors or not table.needs_vectors]
         info = elephant.db.schema_info(conn)
         counts = {fileformat.TENANT_SECTION: 1}
-        counts.update({table.name: _count(conn, table.name, tenant) for table in exported})
+        counts.update(
+            {table.name: count_tenant_rows(conn, table.name, tenant) for table in exported}
+        )
         if store is not None:
             graph = store.counts(conn, tenant)
             counts[fileformat.GRAPH_ENTITIES] = graph.entities
@@ -157,14 +160,6 @@ class _Writer:
         for text in lines:
             self.line(text)
             self.counts[section] += 1
-
-
-def _count(conn: Connection, table: str, tenant: str) -> int:
-    row = conn.execute(
-        sql.SQL("SELECT count(*) FROM {} WHERE tenant_id = %s").format(sql.Identifier(table)),
-        (tenant,),
-    ).fetchone()
-    return int(row[0]) if row else 0
 
 
 def _prefix(section: str) -> str:
