@@ -52,7 +52,7 @@ def test_rule_based_routing(question: str, route: str) -> None:
 
 
 def test_without_an_llm_reflect_returns_sources_and_says_why(seeded: Elephant) -> None:
-    result = reflect(seeded, T, ReflectIn(q="What is Dana's favourite book?"))
+    result = reflect(seeded, T, ReflectIn(query="What is Dana's favourite book?"))
     assert result.answer is None and result.reflect_model is None
     assert isinstance(result.note, str) and "no LLM configured" in result.note
     assert result.route == "factual"
@@ -68,7 +68,9 @@ def test_llm_answer_cites_numbered_sources(seeded: Elephant) -> None:
             ]
         }
     )
-    result = reflect(with_llm(seeded, llm), T, ReflectIn(q="When did Dana adopt Comet?", limit=3))
+    result = reflect(
+        with_llm(seeded, llm), T, ReflectIn(query="When did Dana adopt Comet?", limit=3)
+    )
     assert result.route == "temporal"
     assert result.answer is not None and result.answer.startswith("Comet was adopted")
     assert result.citations == [1]  # 99 names no source and is dropped
@@ -84,7 +86,7 @@ def test_llm_answer_cites_numbered_sources(seeded: Elephant) -> None:
 
 def test_llm_down_still_returns_sources(seeded: Elephant) -> None:
     llm = ScriptedLLM({"Answer": [LLMError("529 overloaded")]})
-    result = reflect(with_llm(seeded, llm), T, ReflectIn(q="Why did Dana move to Bristol?"))
+    result = reflect(with_llm(seeded, llm), T, ReflectIn(query="Why did Dana move to Bristol?"))
     assert result.route == "inference"
     assert result.answer is None and result.sources
     assert isinstance(result.note, str)

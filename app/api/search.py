@@ -11,7 +11,7 @@ from typing import Annotated
 from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from app.api.access import READ
 from app.api.params import DeprecatedQ, QueryText, one_query
@@ -24,27 +24,20 @@ from app.services.search import SearchFilters, SearchRequest, SearchResponse, se
 from app.services.stats import StatsReport, stats
 
 
-class ReflectBody(BaseModel):
-    """POST /reflect: the question as ``query`` (or ``q``, its old name)."""
+class ReflectBody(ReflectIn):
+    """POST /reflect: ReflectIn, whose ``query`` may come as ``q`` (its old name)."""
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-    query: NonBlank | None = Field(None, max_length=4000, description="The question.")
+    query: NonBlank | None = Field(  # type: ignore[assignment]
+        None, max_length=4000, description="The question."
+    )
     q: NonBlank | None = Field(
         None, max_length=4000, description="Deprecated: the old name of query."
-    )
-    limit: int | None = Field(None, ge=1, le=60, description="Sources to use (reflect.limit).")
-    filters: SearchFilters = Field(default_factory=SearchFilters)
-    consistency: Consistency = Field(
-        "replica",
-        description="Where the sources are searched: replica (may lag the primary) or "
-        "primary (sees every committed write).",
     )
 
     def request(self) -> ReflectIn:
         question = one_query(self.query, self.q)
-        return ReflectIn(
-            q=question, limit=self.limit, filters=self.filters, consistency=self.consistency
+        return ReflectIn.model_validate(
+            {**self.model_dump(exclude={"query", "q"}), "query": question}
         )
 
 

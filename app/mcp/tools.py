@@ -176,7 +176,7 @@ def reflect(
     configured it returns the sources only."""
     runtime = current()
     result = reflect_service.reflect(
-        runtime.elephant, runtime.tenant(), reflect_service.ReflectIn(q=query, limit=limit)
+        runtime.elephant, runtime.tenant(), reflect_service.ReflectIn(query=query, limit=limit)
     )
     compact = ReflectToolResult(
         answer=result.answer,

@@ -51,7 +51,7 @@ def classify(question: str) -> Route:
 class ReflectIn(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    q: NonBlank = Field(max_length=4000, description="The question.")
+    query: NonBlank = Field(max_length=4000, description="The question.")
     limit: int | None = Field(None, ge=1, le=60, description="Sources to use (reflect.limit).")
     filters: SearchFilters = Field(default_factory=SearchFilters)
     consistency: Consistency = Field(
@@ -123,13 +123,13 @@ def context_block(sources: list[ReflectSource], max_chars: int) -> tuple[str, in
 
 
 def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> Reflection:
-    route = classify(request.q)
+    route = classify(request.query)
     started = time.perf_counter()
     found = search(
         elephant,
         tenant,
         SearchRequest(
-            query=request.q,
+            query=request.query,
             limit=request.limit or elephant.settings.reflect.limit,
             filters=request.filters,
             consistency=request.consistency,
@@ -140,7 +140,7 @@ def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> Reflection:
     block, shown = context_block(sources, elephant.settings.reflect.max_context_chars)
     sources = sources[:shown]
     result = Reflection(
-        question=request.q,
+        question=request.query,
         route=route,
         answer=None,
         citations=[],
@@ -165,7 +165,7 @@ def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> Reflection:
         try:
             reply = llm.complete_json(
                 system=reflect_prompt.SYSTEM[route],
-                prompt=reflect_prompt.build_prompt(request.q, block),
+                prompt=reflect_prompt.build_prompt(request.query, block),
                 schema=reflect_prompt.Answer,
                 max_tokens=800,
             )
