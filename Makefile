@@ -11,7 +11,7 @@ TORCH := torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)
 
-.PHONY: install serve test lint
+.PHONY: install serve test lint browser
 
 install: $(VENV)/.installed
 
@@ -48,9 +48,24 @@ MANAGED_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py
 	tests/test_search_plans.py tests/test_managed_mode.py tests/test_export.py \
 	tests/test_lifecycle.py tests/test_maintenance.py
 
-test: lint
+test: lint browser
 	$(BIN)/pytest
 	ELEPHANT_TEST_MANAGED=1 $(BIN)/pytest -q $(MANAGED_TESTS)
+
+# The web console's tests drive Debian's chromium through chromium-driver; selenium is
+# pointed at both, so nothing is downloaded from a browser vendor. apt-get runs only when
+# either is missing (as root, or through sudo), and refreshes its lists if they are stale.
+BROWSER_PACKAGES := chromium chromium-driver
+browser:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then \
+		echo "browser: $$(chromium --version 2>/dev/null | head -1)"; \
+	else \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		echo "$$sudo apt-get install -y $(BROWSER_PACKAGES)"; \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $(BROWSER_PACKAGES) \
+		|| { DEBIAN_FRONTEND=noninteractive $$sudo apt-get update -q \
+			&& DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $(BROWSER_PACKAGES); }; \
+	fi
 
 lint: install
 	$(BIN)/ruff check .

@@ -736,6 +736,24 @@ def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("elephant", appauthor=False))
 
 
+class ConsoleSettings(_Section):
+    """The web console at /ui (app/console): what the agent remembers, in a browser."""
+
+    enabled: bool = Field(True, description="Serve the web console at /ui.")
+    session_hours: float = Field(
+        12.0,
+        ge=0.02,
+        le=720,
+        description="How long a console sign-in lasts (signing out, or revoking the key, ends "
+        "it sooner).",
+    )
+    secure_cookie: Literal["auto", "always", "never"] = Field(
+        "auto",
+        description="Mark the session cookie Secure (sent over HTTPS only): auto does so when "
+        "the request came over HTTPS (a TLS proxy must pass the scheme on).",
+    )
+
+
 class Settings(_Section):
     data_dir: Path = Field(
         default_factory=_default_data_dir,
@@ -764,6 +782,7 @@ class Settings(_Section):
     lifecycle: LifecycleSettings = LifecycleSettings()
     maintenance: MaintenanceSettings = MaintenanceSettings()
     metrics: MetricsSettings = MetricsSettings()
+    console: ConsoleSettings = ConsoleSettings()
 
     @property
     def uses_embedded(self) -> bool:

@@ -253,3 +253,35 @@ def serve_in_thread(
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+# ------------------------------------------------------------ web console (app/console)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    """One headless chromium for the run (tests/console_support.py)."""
+    from tests.console_support import start_browser
+
+    driver = start_browser()
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture(scope="module")
+def console_site(settings: Settings, elephant: Elephant) -> Iterator[Any]:
+    """The API with its console served on a loopback port, keys mode, and keys of the
+    module's tenant by scope: "read", "write" (read, write), "admin" (all three)."""
+    from tests.console_support import ConsoleSite
+
+    tenant = "console"
+    keys = {
+        name: create_key(db=elephant.db, request=KeyIn(tenant=tenant, scopes=scopes, name=name)).key
+        for name, scopes in (
+            ("read", ["read"]),
+            ("write", ["read", "write"]),
+            ("admin", ["read", "write", "admin"]),
+        )
+    }
+    with serve_in_thread(create_app(settings, elephant)) as url:
+        yield ConsoleSite(url=url, tenant=tenant, keys=keys)

@@ -1,6 +1,6 @@
 """The import graph of ``app`` flows one way: no cycles, and each layer imports only below it.
 
-Layers, top to bottom: cli → api → mcp → services (with prompts) → providers / db →
+Layers, top to bottom: cli → api (with the web console) → mcp → services (with prompts) → providers / db →
 config → errors → the package root (its version). Every import counts, wherever it
 stands: at module level, under ``if TYPE_CHECKING:`` or inside a function, so a cycle
 cannot come back hidden in a function body.
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "cli_maintain", "cli_transfer"),
     ("cli_support",),
-    ("api",),
+    ("api", "console"),  # the app mounts the console; console pages use api.access
     ("mcp",),
     ("services", "prompts"),
     ("providers", "db"),

@@ -14,14 +14,20 @@ In order, for every request that reached a route:
    route's scope and may act for the tenant asked for (403);
 4. the key's per-minute budget for that scope (429);
 5. admin requests and denials are written to the audit log.
+
+Web console pages (``"console": True`` in ``opt``) take their caller from the session
+cookie instead of a bearer key (keyless in local mode), their tenant from the path,
+and accept url-encoded forms, whose CSRF token app/console/security.py checks; a GET
+without a session is sent to the sign-in form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from http.cookies import CookieError, SimpleCookie
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import anyio.to_thread
 from litestar.datastructures import Headers
@@ -39,7 +45,7 @@ from app.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from app.services import audit, server_link
+from app.services import audit, console_sessions, server_link
 from app.services.auth import (
     LOCAL,
     TENANT_HEADER,
@@ -60,6 +66,12 @@ ADMIN = {"scope": "admin"}
 # audited, successes are not (one audit row per scrape would flood the log).
 ADMIN_UNAUDITED = {"scope": "admin", "audit": False}
 MCP = {"scope": "mcp"}
+# Web console pages (app/console): the caller is the session cookie's key, not a bearer
+# key, the tenant is the page's path parameter ``tenant_id``, and forms may post.
+CONSOLE_PUBLIC = {"scope": "public", "console": True}
+CONSOLE_READ = {"scope": "read", "console": True}
+CONSOLE_WRITE = {"scope": "write", "console": True}
+CONSOLE_ADMIN = {"scope": "admin", "console": True}
 ROUTE_SCOPES = frozenset({"public", "read", "write", "admin", "mcp"})
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -91,21 +103,32 @@ class AccessMiddleware(ASGIMiddleware):
         self.limiter = RateLimiter()
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        required = str(scope["route_handler"].opt.get("scope"))
+        opt = scope["route_handler"].opt
+        required = str(opt.get("scope"))
+        console = bool(opt.get("console"))
         headers = Headers.from_scope(scope)
         client = _client(scope)
         receive = _bounded(receive, self.settings.server.max_body_bytes)
         try:
-            self._check_request(_method(scope), headers, required)
+            self._check_request(_method(scope), headers, required, forms=console)
             if required in ("public", "mcp"):  # for /mcp, fastmcp checks key and tool scope
                 await next_app(scope, receive, send)
                 return
-            principal = await self._principal(headers, client)
+            if console:
+                found = await self._console_principal(scope, headers)
+                if found is None:
+                    await _to_sign_in(scope, send)
+                    return
+                principal = found
+                requested = cast("dict[str, Any]", scope).get("path_params", {}).get("tenant_id")
+            else:
+                principal = await self._principal(headers, client)
+                requested = headers.get(TENANT_HEADER)
         except ElephantError as exc:
             await self._audit_denial(exc, scope, None, client)
             raise
         try:
-            tenant = principal.tenant_for(headers.get(TENANT_HEADER), self.settings.tenant.default)
+            tenant = principal.tenant_for(requested, self.settings.tenant.default)
             principal.require(required)
             if principal.prefix is not None:
                 self.limiter.take(
@@ -140,7 +163,11 @@ class AccessMiddleware(ASGIMiddleware):
 
     # ------------------------------------------------------------ checks
 
-    def _check_request(self, method: str, headers: Headers, required: str) -> None:
+    def _check_request(
+        self, method: str, headers: Headers, required: str, *, forms: bool = False
+    ) -> None:
+        """``forms``: a console route, whose browser forms post url-encoded bodies (their
+        CSRF token is checked by the console's guard, app/console/security.py)."""
         if required not in ROUTE_SCOPES:
             raise Forbidden("this endpoint declares no access scope")
         if not host_allowed(headers.get("host"), self.allowed_hosts):
@@ -163,6 +190,8 @@ class AccessMiddleware(ASGIMiddleware):
             )
         has_body = (length is not None and length != "0") or "transfer-encoding" in headers
         media = headers.get("content-type", "").split(";")[0].strip().lower()
+        if forms and media == "application/x-www-form-urlencoded":
+            return
         if has_body and not (media == "application/json" or media.endswith("+json")):
             raise UnsupportedMediaType(
                 f"send the body as JSON with 'content-type: application/json' (got {media!r})"
@@ -201,6 +230,21 @@ class AccessMiddleware(ASGIMiddleware):
             self.limiter.take(client or "?", "denied", self.settings.auth.rate_denied_per_minute)
             raise
 
+    async def _console_principal(self, scope: Scope, headers: Headers) -> Principal | None:
+        """A console page's caller: its session cookie's key (or, keyless, local mode).
+        Stores the CSRF token its forms must carry in the scope."""
+        if self.settings.auth.mode == "local":
+            scope["console_csrf"] = console_sessions.csrf_token(None)  # type: ignore[typeddict-unknown-key]
+            return LOCAL
+        token = session_cookie(headers)
+        if token is None:
+            return None
+        db = self.get_elephant().db
+        principal = await anyio.to_thread.run_sync(console_sessions.session_principal, db, token)
+        if principal is not None:
+            scope["console_csrf"] = console_sessions.csrf_token(token)  # type: ignore[typeddict-unknown-key]
+        return principal
+
     # ------------------------------------------------------------ audit
 
     async def _audit_denial(
@@ -233,6 +277,36 @@ def _method(scope: Scope) -> str:
 def _client(scope: Scope) -> str | None:
     client = scope.get("client")
     return str(client[0]) if client else None
+
+
+def session_cookie(headers: Headers) -> str | None:
+    """The console session token from the Cookie header, if any."""
+    jar = SimpleCookie()
+    try:
+        jar.load(headers.get("cookie", ""))
+    except CookieError:
+        return None
+    morsel = jar.get(console_sessions.COOKIE)
+    return morsel.value if morsel is not None and morsel.value else None
+
+
+async def _to_sign_in(scope: Scope, send: Send) -> None:
+    """A console page without a session: a GET goes to the sign-in form (and comes back),
+    anything else is refused."""
+    if _method(scope) not in ("GET", "HEAD"):
+        raise Unauthorized("sign in to the console first (your session ended)")
+    target = scope["path"] + (
+        "?" + scope["query_string"].decode("latin-1") if scope["query_string"] else ""
+    )
+    location = "/ui/login?" + urlencode({"next": target})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 303,
+            "headers": [(b"location", location.encode("latin-1")), (b"content-length", b"0")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def _bounded(receive: Receive, limit: int) -> Receive:

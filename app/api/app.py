@@ -7,11 +7,12 @@ from contextlib import AbstractAsyncContextManager
 
 from litestar import Litestar
 from litestar.config.cors import CORSConfig
+from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.handlers import ASGIRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.routes import HTTPRoute
-from litestar.types import BeforeMessageSendHookHandler
+from litestar.types import BeforeMessageSendHookHandler, ControllerRouterHandler
 
 from app import __version__
 from app.api.access import PUBLIC, AccessMiddleware, check_route_scopes
@@ -92,6 +93,16 @@ def create_app(
         else []
     )
 
+    # The web console at /ui (app/console), imported only when served.
+    console: list[ControllerRouterHandler] = []
+    template_config = None
+    if settings.console.enabled:
+        from app.console import console_router
+        from app.console import template_config as console_templates
+
+        console.append(console_router())
+        template_config = console_templates()
+
     cors = None
     if settings.server.cors_origins:
         cors = CORSConfig(
@@ -111,7 +122,10 @@ def create_app(
             TenantController,
             *mounts,
             *scrape,
+            *console,
         ],
+        template_config=template_config,
+        state=State({"settings": settings}),
         middleware=[
             ErrorShape(),  # outermost: reshapes errors written outside the exception handlers
             RequestLogContext(),

@@ -32,6 +32,7 @@ from litestar.types.asgi_types import HeaderScope
 
 from app.api.errors import error_code
 
+CONSOLE_PATH = "/ui"
 MAX_TEXT_MESSAGE = 300  # a short plain-text body is kept as the message; longer: the phrase
 
 
@@ -39,7 +40,8 @@ class ErrorShape(ASGIMiddleware):
     scopes = (ScopeType.HTTP,)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        if scope.get("method") == "HEAD":  # no body to shape
+        if scope.get("method") == "HEAD" or scope["path"].startswith(CONSOLE_PATH + "/"):
+            # no body to shape, or the web console's HTML error pages
             await next_app(scope, receive, send)
             return
         held: list[HTTPResponseStartEvent] = []  # an error's start, while its body arrives

@@ -11,9 +11,10 @@
 -- table live in the same shard and a tenant-filtered statement is a single-shard
 -- router query (joins, recursive CTEs and foreign keys stay inside that shard).
 -- Reference (a copy on every node): tenants, the target of every table's foreign key.
--- coordinator-local: jobs, api_keys, audit_log, graphs, elephant_meta, alembic_version, maintenance_runs
+-- coordinator-local: jobs, api_keys, audit_log, graphs, elephant_meta, alembic_version, maintenance_runs, console_sessions
 --   (jobs: the worker's cross-tenant FOR UPDATE SKIP LOCKED claim needs one table;
 --    api_keys, audit_log: tenant_id may be NULL, which a distribution column cannot be;
+--    console_sessions: no tenant_id; rows of api_keys' sessions, next to api_keys;
 --    graphs: Apache AGE bookkeeping, empty on Citus (no AGE); elephant_meta,
 --    alembic_version: singletons read at start and by migrations.)
 
