@@ -7,6 +7,7 @@ and in Debian's chromium.
 from __future__ import annotations
 
 import html
+import re
 from typing import Any
 
 import httpx
@@ -26,6 +27,9 @@ from tests.console_support import (
     signed_in_client,
     wait_for,
 )
+
+
+GHOST = "00000000-0000-4000-8000-000000000000"  # an id no row has
 
 
 def _client(site: ConsoleSite) -> httpx.Client:
@@ -215,3 +219,41 @@ def test_in_a_browser_signing_in_shows_the_console_and_fetches_nothing_elsewhere
     chromium.find_element(By.CSS_SELECTOR, "header form button").click()  # sign out
     wait_for(chromium, "input#key")
     assert foreign_requests(chromium, console_site) == []
+
+
+def _console_routes(settings: Settings, elephant: Elephant) -> list[tuple[str, str, str]]:
+    """(method, path with sample parameters, scope) of every signed-in console route."""
+    samples = {"uuid": GHOST, "int": "999999999", "str": "nothing-here"}
+    found = []
+    for route in create_app(settings, elephant).routes:
+        for handler in getattr(route, "route_handlers", []):
+            if not handler.opt.get("console") or handler.opt["scope"] == "public":
+                continue
+            path = route.path.replace("{tenant_id:str}", "console")
+            path = re.sub(r"\{\w+:(\w+)\}", lambda m: samples[m.group(1)], path)
+            found.extend((method, path, handler.opt["scope"]) for method in handler.http_methods)
+    return sorted(found)
+
+
+def test_every_console_route_checks_the_session_and_the_scope(
+    console_site: ConsoleSite, settings: Settings, elephant: Elephant
+) -> None:
+    routes = _console_routes(settings, elephant)
+    assert ("GET", "/ui/t/console", "read") in routes and len(routes) >= 8
+    rank = {"read": 0, "write": 1, "admin": 2}
+    with _client(console_site) as anonymous:
+        for method, path, _ in routes:
+            expected = 303 if method == "GET" else 401
+            assert anonymous.request(method, path).status_code == expected, (method, path)
+    for holder in ("read", "write", "admin"):
+        with signed_in_client(console_site, console_site.keys[holder]) as client:
+            token = csrf_of(client, "/ui/t/console/")
+            for method, path, needed in routes:
+                if path == "/ui/logout":
+                    continue
+                data = {"csrf": token} if method != "GET" else None
+                status = client.request(method, path, data=data).status_code
+                if rank[holder] >= rank[needed]:
+                    assert status not in (401, 403), (holder, method, path, status)
+                else:
+                    assert status == 403, (holder, method, path, status)
