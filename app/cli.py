@@ -144,6 +144,9 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
         # The local CLI's way in: it borrows this server's model (server_link.py).
         link = server_link.publish(settings, bind, served_port)
         _announce_auth(settings)
+        if settings.console.enabled:
+            shown = f"[{bind}]" if ":" in bind else bind
+            logging.getLogger("app.cli").info("web console: http://%s:%d/ui", shown, served_port)
         uvicorn.run(
             create_app(settings, elephant, bind=bind, link_token=link.token if link else None),
             host=bind,
