@@ -123,6 +123,7 @@ ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("GET", "/search?q=rocket", "read", None),
     ("POST", "/search", "read", {"query": "rocket"}),
     ("GET", "/stats", "read", None),
+    ("GET", "/usage", "read", None),
     ("POST", "/proactive", "read", {"messages": ["rocket launch"]}),
     ("POST", "/reflect", "read", {"q": "What is the launch code?"}),
     ("GET", "/contradictions", "read", None),

@@ -31,6 +31,7 @@ from app.api.requests import ElephantRequest
 from app.api.search import SearchController
 from app.api.sessions import SessionsController
 from app.api.tenant import TenantController
+from app.api.usage import UsageController
 from app.config import Settings
 from app.db import Database
 from app.services.auth import TENANT_HEADER
@@ -120,6 +121,7 @@ def create_app(
             SearchController,
             SessionsController,
             TenantController,
+            UsageController,
             *mounts,
             *scrape,
             *console,

@@ -1,20 +1,125 @@
-"""The Overview page (not built yet)."""
+"""The Overview page: a tenant at a glance (its landing page in the console).
+
+Counts, growth over the chosen days, the job queue, the gate, LLM usage and cost;
+every chart beside a table of the same numbers. Failed jobs carry error text, which
+the REST API keeps for the admin scope (GET /jobs): only an admin key sees them here,
+everyone else their count.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from litestar import Controller, Request, get
+from litestar.di import NamedDependency
+from litestar.params import Parameter
 from litestar.response import Template
+from markupsafe import Markup
 
 from app.api.access import CONSOLE_READ
-from app.console.render import page
+from app.console.charts import Series, bar_chart, line_chart
+from app.console.render import access_of, page
+from app.errors import InvalidInput
+from app.services.overview import GrowthDay, Overview, UsageReport, overview
+from app.services.runtime import Elephant
+
+DAY_CHOICES = (7, 30, 90)
+DEFAULT_DAYS = 30
+
+
+def _days(value: str | None) -> int:
+    if value is None or value == "":
+        return DEFAULT_DAYS
+    if not value.isdigit() or int(value) not in DAY_CHOICES:
+        choices = ", ".join(str(d) for d in DAY_CHOICES)
+        raise InvalidInput(f"days: choose one of {choices} (got {value!r})")
+    return int(value)
+
+
+def growth_charts(days: list[GrowthDay]) -> dict[str, Markup]:
+    labels = [day.day.isoformat() for day in days]
+    return {
+        "stored": line_chart(
+            labels,
+            [
+                Series("memories", [day.memories_total for day in days]),
+                Series("facts", [day.facts_total for day in days]),
+            ],
+            title="Memories and facts stored, by day",
+            ident="chart-stored",
+        ),
+        "added": bar_chart(
+            labels,
+            [
+                Series("memories added", [day.memories_added for day in days]),
+                Series("facts added", [day.facts_added for day in days]),
+            ],
+            title="Memories and facts added per day",
+            ident="chart-added",
+            stacked=False,
+        ),
+    }
+
+
+def usage_charts(usage: UsageReport) -> dict[str, Markup]:
+    labels = [row.day.isoformat() for row in usage.by_day if row.day is not None]
+    tokens: dict[tuple[str, str], int] = {}
+    for row in usage.by_day_operation:
+        if row.day is not None and row.operation is not None:
+            tokens[(row.day.isoformat(), row.operation)] = row.tokens_in + row.tokens_out
+    empty = "No LLM calls in this period"
+    by_day = bar_chart(
+        labels if usage.total.calls else [],
+        [
+            Series(operation, [tokens.get((label, operation), 0) for label in labels])
+            for operation in usage.operations
+        ],
+        title="LLM tokens (in + out) per day, by operation",
+        ident="chart-usage-day",
+        unit="tokens",
+        empty_message=empty,
+    )
+    operations = [row.operation or "" for row in usage.by_operation]
+    by_operation = bar_chart(
+        operations,
+        [
+            Series("tokens in", [row.tokens_in for row in usage.by_operation]),
+            Series("tokens out", [row.tokens_out for row in usage.by_operation]),
+        ],
+        title="LLM tokens by operation",
+        ident="chart-usage-operation",
+        unit="tokens",
+        stacked=False,
+        empty_message=empty,
+    )
+    return {"by_day": by_day, "by_operation": by_operation}
 
 
 class OverviewPages(Controller):
     path = "/t/{tenant_id:str}/"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_READ, sync_to_thread=False)
-    def index(self, request: Request[Any, Any, Any]) -> Template:
-        return page(request, "placeholder.html", title="Overview", active="overview")
+    @get("/", opt=CONSOLE_READ, sync_to_thread=True)
+    def index(
+        self,
+        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        days: Annotated[
+            str | None, Parameter(description="Days of growth and usage shown: 7, 30 or 90.")
+        ] = None,
+    ) -> Template:
+        chosen = _days(days)
+        is_admin = access_of(request).principal.has("admin")
+        report: Overview = overview(elephant, tenant, chosen, failed_jobs=is_admin)
+        return page(
+            request,
+            "overview/index.html",
+            title="Overview",
+            active="overview",
+            report=report,
+            day_choices=DAY_CHOICES,
+            growth_charts=growth_charts(report.growth),
+            usage_charts=usage_charts(report.usage),
+            llm_provider=elephant.settings.llm.provider,
+        )
