@@ -16,6 +16,7 @@ from litestar.types import BeforeMessageSendHookHandler, ControllerRouterHandler
 
 from app import __version__
 from app.api.access import PUBLIC, AccessMiddleware, check_route_scopes
+from app.api.conversations import ConversationsController
 from app.api.deps import REQUEST_DEPENDENCIES
 from app.api.error_shape import ErrorShape
 from app.api.errors import EXCEPTION_HANDLERS
@@ -114,6 +115,7 @@ def create_app(
     app = Litestar(
         route_handlers=[
             HealthController,
+            ConversationsController,
             GraphController,
             KeysController,
             MemoryController,

@@ -1,20 +1,219 @@
-"""The Search page (not built yet)."""
+"""The search playground: run a search with its explain on and show why each hit ranked.
+
+The form is a GET, so a search is a URL to share. Each hit shows its rank in every lane
+as a small chart (app.console.lanes) with the same numbers as text, the query's words
+marked in its text, and links to where it came from: a window's turns in its
+conversation, a fact's page (and its cited turns), a note's memory page. The search
+runs on the primary (a commit made just before is found) and is not recorded as a use
+of its hits: looking at a ranking must not change the next one (activation prior).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
+import pydantic
 from litestar import Controller, Request, get
+from litestar.di import NamedDependency
+from litestar.params import Parameter, QueryParameter
 from litestar.response import Template
+from markupsafe import Markup
 
 from app.api.access import CONSOLE_READ
+from app.console.lanes import LANES, LaneMark, highlight, lane_chart, lane_marks
 from app.console.render import page
+from app.errors import InvalidInput
+from app.services.runtime import Elephant
+from app.services.search import SearchExplain, SearchHit, SearchRequest, search
+from app.services.transcripts import TurnLink, turn_links
+
+KINDS = ("window", "note", "fact")
+LANE_KEYS = tuple(lane for lane, _ in LANES)
+Text = Annotated[str | None, Parameter(description="As typed in the form.")]
+
+
+@dataclass(frozen=True)
+class SearchForm:
+    """The form as the page redraws it (the values typed, not the parsed ones)."""
+
+    query: str
+    limit: str
+    source: str
+    kind: str
+    created_after: str
+    created_before: str
+    as_of: str
+    asked_at: str
+    include_expired: bool
+    lanes: frozenset[str]
+    expand: bool
+    rerank: bool
+
+
+@dataclass(frozen=True)
+class HitView:
+    hit: SearchHit
+    rank: int
+    text: Markup
+    chart: Markup
+    marks: list[LaneMark]
+    turns: TurnLink | None
+
+
+def _checked(given: bool, value: str | None, default: bool) -> bool:
+    """A checkbox: its value once the form was sent (unchecked sends nothing), else default."""
+    return value is not None if given else default
+
+
+def _request(form: SearchForm) -> SearchRequest:
+    """The search the form describes; a 422 saying what to fix when it describes none."""
+    limit: int | None = None
+    if form.limit:
+        try:
+            limit = int(form.limit)
+        except ValueError:
+            raise InvalidInput(f"limit: must be a whole number 1-200, got {form.limit!r}") from None
+    if not form.lanes:
+        raise InvalidInput("lanes: switch on at least one lane (windows, facts, keyword, ...)")
+    if form.kind and form.kind not in KINDS:
+        raise InvalidInput(f"kind: must be one of {', '.join(KINDS)}, got {form.kind!r}")
+    body: dict[str, Any] = {
+        "query": form.query,
+        "limit": limit,
+        "explain": True,
+        "expand": form.expand,
+        "rerank": form.rerank,
+        "consistency": "primary",
+        "asked_at": form.asked_at or None,
+        "lanes": {lane: None if lane in form.lanes else 0 for lane in LANE_KEYS},
+        "filters": {
+            "source": form.source or None,
+            "kind": form.kind or None,
+            "created_after": form.created_after or None,
+            "created_before": form.created_before or None,
+            "as_of": form.as_of or None,
+            "include_expired": form.include_expired,
+        },
+    }
+    try:
+        return SearchRequest.model_validate(body)
+    except pydantic.ValidationError as exc:
+        raise InvalidInput.from_validation(exc) from None
+
+
+def _pools(explain: SearchExplain, hit: SearchHit) -> dict[str, int]:
+    lanes = explain.lanes
+    keyword = lanes["keyword_facts"] if hit.kind == "fact" else lanes["keyword_memories"]
+    return {
+        "windows": lanes["windows"],
+        "facts": lanes["facts"],
+        "keyword": keyword,
+        "graph": lanes["graph"],
+        "preferences": lanes["preferences"],
+    }
+
+
+def _hits(
+    elephant: Elephant, tenant: str, query: str, hits: list[SearchHit], explain: SearchExplain
+) -> list[HitView]:
+    settings = elephant.settings.search
+    weights = {
+        "windows": settings.windows_weight,
+        "facts": settings.facts_weight,
+        "keyword": settings.keyword_weight,
+        "graph": settings.graph_weight,
+        "preferences": settings.preference_weight,
+    }
+    links = turn_links(elephant, tenant, [(hit.id, hit.kind) for hit in hits])
+    views = []
+    for rank, hit in enumerate(hits, start=1):
+        ranks = {lane: getattr(hit.ranks, lane) for lane in LANE_KEYS}
+        marks = lane_marks(ranks, _pools(explain, hit), weights, explain.rrf_k)
+        views.append(
+            HitView(
+                hit=hit,
+                rank=rank,
+                text=highlight(hit.text, query),
+                chart=lane_chart(marks, title=f"Lane ranks of result {rank}"),
+                marks=marks,
+                turns=links.get(hit.id),
+            )
+        )
+    return views
 
 
 class SearchPages(Controller):
     path = "/t/{tenant_id:str}/search"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_READ, sync_to_thread=False)
-    def index(self, request: Request[Any, Any, Any]) -> Template:
-        return page(request, "placeholder.html", title="Search", active="search")
+    @get("/", opt=CONSOLE_READ, sync_to_thread=True)
+    def index(
+        self,
+        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        query_text: Annotated[
+            str | None, QueryParameter(name="query", description="What to find.")
+        ] = None,
+        limit: Text = None,
+        source: Text = None,
+        kind: Text = None,
+        created_after: Text = None,
+        created_before: Text = None,
+        as_of: Text = None,
+        asked_at: Text = None,
+        include_expired: Text = None,
+        lane: Annotated[list[str] | None, Parameter(description="Lanes switched on.")] = None,
+        expand: Text = None,
+        rerank: Text = None,
+        form: Annotated[str | None, Parameter(description="1: the form was sent.")] = None,
+    ) -> Template:
+        sent = form is not None
+        reranker = elephant.reranker is not None
+        shown = SearchForm(
+            query=(query_text or "").strip(),
+            limit=(limit or "").strip(),
+            source=(source or "").strip(),
+            kind=(kind or "").strip(),
+            created_after=(created_after or "").strip(),
+            created_before=(created_before or "").strip(),
+            as_of=(as_of or "").strip(),
+            asked_at=(asked_at or "").strip(),
+            include_expired=include_expired is not None,
+            lanes=frozenset(lane or ()) if sent else frozenset(LANE_KEYS),
+            expand=_checked(sent, expand, elephant.settings.search.expand),
+            rerank=reranker and _checked(sent, rerank, elephant.settings.reranker.enabled),
+        )
+        unknown = sorted(shown.lanes - set(LANE_KEYS))
+        context: dict[str, Any] = {
+            "form": shown,
+            "lanes": LANES,
+            "kinds": KINDS,
+            "reranker": reranker,
+            "result": None,
+            "hits": [],
+            "problem": None,
+        }
+        if not shown.query:
+            return page(request, "search/index.html", title="Search", active="search", **context)
+        try:
+            if unknown:
+                raise InvalidInput(
+                    f"lane: unknown lane {unknown[0]!r}; the lanes are {', '.join(LANE_KEYS)}"
+                )
+            result = search(elephant, tenant, _request(shown), record_access=False)
+        except InvalidInput as exc:
+            context["problem"] = exc.message
+            return page(
+                request,
+                "search/index.html",
+                title="Search",
+                active="search",
+                status_code=422,
+                **context,
+            )
+        assert result.explain is not None  # asked for
+        context["result"] = result
+        context["hits"] = _hits(elephant, tenant, shown.query, result.hits, result.explain)
+        return page(request, "search/index.html", title="Search", active="search", **context)

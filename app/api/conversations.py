@@ -1,0 +1,81 @@
+"""Conversation endpoints: the list, one lossless transcript with its windows, handoffs.
+
+Read-only views over app.services.transcripts (the console's Conversations pages show
+the same). Lists page by ``cursor`` (keyset), newest first.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, get
+from litestar.di import NamedDependency
+from litestar.params import Parameter, PathParameter
+
+from app.api.access import READ
+from app.api.params import Cursor, PageLimit
+from app.services import transcripts
+from app.services.runtime import Elephant
+
+Source = Annotated[
+    str | None, Parameter(min_length=1, max_length=100, description="Only this source.")
+]
+ConversationRef = Annotated[
+    str,
+    PathParameter(
+        min_length=1,
+        max_length=200,
+        description="The conversation's id, or the conversation_id it was committed with.",
+    ),
+]
+
+
+class ConversationsController(Controller):
+    tags = ["conversations"]
+
+    @get(
+        "/conversations",
+        sync_to_thread=True,
+        opt=READ,
+        summary="Conversations, newest first, paged",
+    )
+    def list_conversations(
+        self,
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        source: Source = None,
+        limit: PageLimit = 50,
+        cursor: Cursor = None,
+    ) -> transcripts.ConversationPage:
+        return transcripts.list_conversations(
+            elephant, tenant, source=source, limit=limit, cursor=cursor
+        )
+
+    @get(
+        "/conversations/{conversation_id:str}",
+        sync_to_thread=True,
+        opt=READ,
+        summary="One conversation: every turn, its windows with the gate's decisions, handoffs",
+    )
+    def get_conversation(
+        self,
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        conversation_id: ConversationRef,
+    ) -> transcripts.Transcript:
+        return transcripts.get_transcript(elephant, tenant, conversation_id)
+
+    @get("/handoffs", sync_to_thread=True, opt=READ, summary="Session handoffs, newest first")
+    def list_handoffs(
+        self,
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        project: Annotated[
+            str | None, Parameter(min_length=1, max_length=200, description="Only this project.")
+        ] = None,
+        limit: PageLimit = 50,
+        cursor: Cursor = None,
+    ) -> transcripts.HandoffPage:
+        return transcripts.list_handoffs(
+            elephant, tenant, project=project, limit=limit, cursor=cursor
+        )
