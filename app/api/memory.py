@@ -7,13 +7,14 @@ from typing import Annotated
 from litestar import Controller, Response, get, post, put
 from litestar.di import NamedDependency
 from litestar.openapi import ResponseSpec
-from litestar.params import JSONBody, Parameter
+from litestar.params import JSONBody, Parameter, PathParameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.access import ADMIN, READ, WRITE
 from app.api.params import Cursor, PageLimit
-from app.services import admission, contradictions, queue
+from app.services import admission, contradictions, gate_log, queue
 from app.services.admission import GateMetrics
+from app.services.auth import Principal
 from app.services.commit import (
     ConversationIn,
     ConversationResponse,
@@ -99,6 +100,54 @@ class MemoryController(Controller):
         recent: Annotated[int, Parameter(ge=0, le=200)] = 20,
     ) -> GateMetrics:
         return admission.metrics(elephant, tenant, recent)
+
+    @get(
+        "/amac/decisions",
+        sync_to_thread=True,
+        opt=READ,
+        summary="Gate decisions, newest first, paged; a rejected note's whole text included",
+    )
+    def amac_decisions(
+        self,
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        decision: Annotated[
+            str | None,
+            Parameter(
+                pattern="^(accepted|rejected|forced|duplicate)$",
+                description="Only this decision: accepted, rejected, forced or duplicate.",
+            ),
+        ] = None,
+        kind: Annotated[
+            str | None, Parameter(pattern="^(note|window)$", description="note or window.")
+        ] = None,
+        limit: PageLimit = 50,
+        cursor: Cursor = None,
+    ) -> gate_log.DecisionPage:
+        return gate_log.list_decisions(
+            elephant, tenant, decision=decision, kind=kind, limit=limit, cursor=cursor
+        )
+
+    @post(
+        "/amac/decisions/{decision_id:int}/admit",
+        sync_to_thread=True,
+        opt=WRITE,
+        summary="Store a rejected note after all (forced; once: 409 when already admitted)",
+        responses={
+            200: ResponseSpec(
+                gate_log.Admission, description="The text had been stored since: a duplicate"
+            )
+        },
+    )
+    def amac_admit(
+        self,
+        principal: NamedDependency[Principal],
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        decision_id: Annotated[int, PathParameter(description="The rejected decision's id.")],
+    ) -> Response[gate_log.Admission]:
+        result = gate_log.admit(elephant, tenant, decision_id, actor=principal.prefix)
+        return Response(result, status_code=201 if result.status == "stored" else 200)
 
     @put(
         "/amac/threshold",

@@ -1,5 +1,6 @@
 """Erasure and records endpoints: erase a target; list, read, update and delete memories;
-list, read and delete facts. Lists page by ``cursor`` (``offset`` still works)."""
+list, read and delete facts, and read a fact's history. Lists page by ``cursor``
+(``offset`` still works)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.access import ADMIN, READ, WRITE
 from app.api.params import Cursor
-from app.services import records
+from app.services import fact_history, records
 from app.services.auth import Principal
 from app.services.erasure import EraseIn, ErasureReport, erase
 from app.services.runtime import Elephant
@@ -150,6 +151,17 @@ class RecordsController(Controller):
         self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant], fact_id: FactId
     ) -> records.FactRecord:
         return records.get_fact(elephant, tenant, fact_id)
+
+    @get(
+        "/facts/{fact_id:uuid}/history",
+        sync_to_thread=True,
+        opt=READ,
+        summary="A fact's timeline: validity, what it replaced, what replaced it, and why",
+    )
+    def get_fact_history(
+        self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant], fact_id: FactId
+    ) -> fact_history.FactHistory:
+        return fact_history.history(elephant, tenant, fact_id)
 
     @delete(
         "/facts/{fact_id:uuid}",

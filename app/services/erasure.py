@@ -9,7 +9,7 @@ What goes, per target (everything inside the caller's tenant; row-level
 security keeps other tenants out of reach):
 - ``subject`` (+ ``aliases``): every row naming one of the names as a whole
   word, case-insensitively (turn speaker or text, memory text, fact subject,
-  text or entities, gate previews and scorer notes, job payloads and errors,
+  text or entities, gate previews, rejected texts and scorer notes, job payloads and errors,
   LLM errors, handoffs, contradiction reasons), the facts linked to their graph
   entities, their graph vertices (with edges and observation facts, in every graph
   backend that holds them: AGE and the relational tables), the
@@ -591,6 +591,7 @@ def _parameters(conn: Connection, selection: _Selection) -> dict[str, Any]:
 # Gate and handoff scorer notes are "offline (fallback: <provider> failed: <error>)": the
 # error may quote the text, the rest names our provider.
 _FALLBACK = "coalesce(substring({} from 'fallback: (.*)$'), '')"
+_GATE_SCORER = _FALLBACK.format("x.scorer")
 _DELETE: dict[str, str] = {
     "contradictions": f"""
         DELETE FROM contradictions AS x WHERE x.older_fact_id = ANY(%(facts)s::uuid[])
@@ -609,7 +610,7 @@ _DELETE: dict[str, str] = {
         OR x.content_hash = ANY(%(hashes)s) OR x.source = %(source)s
         OR (x.kind = 'window' AND (x.created_at, x.source) IN
             (SELECT * FROM unnest(%(stamps)s::timestamptz[], %(stamp_sources)s::text[])))
-        OR {_named("x.text_preview", "x.reason", _FALLBACK.format("x.scorer"))}""",
+        OR {_named("x.text_preview", "x.rejected_text", "x.reason", _GATE_SCORER)}""",
     "passages": """
         DELETE FROM passages WHERE turn_id = ANY(%(turns)s)
         OR memory_id = ANY(%(memories)s::uuid[])""",

@@ -175,14 +175,17 @@ def log_decisions(
     tenant: str,
     rows: Sequence[tuple[GateVerdict, str | None, str, str, str, str]],
 ) -> None:
-    """rows: (verdict, memory_id, kind, source, text, content_hash)."""
+    """rows: (verdict, memory_id, kind, source, text, content_hash). A rejected text is
+    kept whole (rejected_text), so an operator can still admit it (app.services.gate_log);
+    the other decisions keep a preview only, their text is in memories."""
     for verdict, _, kind, *_ in rows:
         metrics.record_gate(kind, verdict.decision)
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO admission_log (tenant_id, memory_id, kind, source, text_preview, "
             "content_hash, relevance, novelty, specificity, composite, threshold, decision, "
-            "reason, scorer) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "reason, scorer, rejected_text) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 (
                     tenant,
@@ -199,6 +202,7 @@ def log_decisions(
                     v.decision,
                     v.reason,
                     v.scorer,
+                    text if v.decision == "rejected" else None,
                 )
                 for v, memory_id, kind, source, text, digest in rows
             ],

@@ -1,20 +1,105 @@
-"""The Gate page (not built yet)."""
+"""The Gate page: what the admission gate kept and refused, and why; admit a refused note.
+
+A thin adapter over app/services/admission.py (counts, the threshold in force) and
+app/services/gate_log.py (the decisions, admitting a rejected note); the admit form
+posts here with the session's CSRF token and comes back (303) to the page with a notice.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
+from uuid import UUID
 
-from litestar import Controller, Request, get
-from litestar.response import Template
+from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency
+from litestar.params import Parameter, PathParameter
+from litestar.response import Redirect, Template
 
-from app.api.access import CONSOLE_READ
-from app.console.render import page
+from app.api.access import CONSOLE_READ, CONSOLE_WRITE
+from app.console.render import access_of, page, query_string
+from app.errors import InvalidInput
+from app.services import admission, gate_log
+from app.services.runtime import Elephant
+
+PAGE_SIZE = 25
+OUTCOMES = ("stored", "duplicate")
+
+
+def _blank(value: str | None) -> str | None:
+    return value.strip() or None if value is not None else None
+
+
+def _admitted_notice(
+    admitted: str | None, memory: str | None, outcome: str | None
+) -> dict[str, Any] | None:
+    """What the page says after an admission (from the redirect's query string: shown only
+    when it is well formed, never trusted beyond that)."""
+    if admitted is None or not (admitted.isdigit() and len(admitted) < 19):
+        return None
+    if outcome not in OUTCOMES:
+        return None
+    try:
+        memory_id = None if memory is None else str(UUID(memory))
+    except ValueError:
+        memory_id = None
+    return {"decision": int(admitted), "memory": memory_id, "outcome": outcome}
 
 
 class GatePages(Controller):
     path = "/t/{tenant_id:str}/gate"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_READ, sync_to_thread=False)
-    def index(self, request: Request[Any, Any, Any]) -> Template:
-        return page(request, "placeholder.html", title="Gate", active="gate")
+    @get("/", opt=CONSOLE_READ, sync_to_thread=True)
+    def index(
+        self,
+        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        decision: Annotated[
+            str | None, Parameter(description="accepted, rejected, forced or duplicate.")
+        ] = None,
+        kind: Annotated[str | None, Parameter(description="note or window.")] = None,
+        cursor: Annotated[str | None, Parameter(description="Next page.")] = None,
+        admitted: Annotated[str | None, Parameter(description="Admitted.")] = None,
+        memory: Annotated[str | None, Parameter(description="Its memory.")] = None,
+        outcome: Annotated[str | None, Parameter(description="stored?")] = None,
+        limit: Annotated[int, Parameter(description="Decisions a page, 1-200.")] = PAGE_SIZE,
+    ) -> Template:
+        filters = {"decision": _blank(decision), "kind": _blank(kind)}
+        found = gate_log.list_decisions(
+            elephant,
+            tenant,
+            decision=filters["decision"],
+            kind=filters["kind"],
+            limit=limit,
+            cursor=_blank(cursor),
+        )
+        return page(
+            request,
+            "gate/index.html",
+            title="Gate",
+            active="gate",
+            summary=admission.metrics(elephant, tenant, recent=0),
+            found=found,
+            filters=filters,
+            keep={**filters, "limit": None if limit == PAGE_SIZE else limit},
+            paged=_blank(cursor) is not None,
+            decisions=gate_log.DECISIONS,
+            kinds=gate_log.KINDS,
+            notice=_admitted_notice(admitted, memory, outcome),
+        )
+
+    @post("/{decision_id:int}/admit", opt=CONSOLE_WRITE, sync_to_thread=True)
+    def admit(
+        self,
+        request: Request[Any, Any, Any],
+        tenant: NamedDependency[str],
+        elephant: NamedDependency[Elephant],
+        decision_id: Annotated[int, PathParameter(description="The rejected decision.")],
+    ) -> Redirect:
+        if decision_id < 1:
+            raise InvalidInput(f"decision: {decision_id} is not a decision id")
+        actor = access_of(request).principal.prefix
+        result = gate_log.admit(elephant, tenant, decision_id, actor=actor)
+        target = query_string(admitted=decision_id, memory=result.memory_id, outcome=result.status)
+        return Redirect(f"/ui/t/{tenant}/gate{target}#admitted", status_code=303)
