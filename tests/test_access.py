@@ -4,6 +4,7 @@ missing scope, a cross-site form, a rebinding Host, a flood; and the key lifecyc
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -128,6 +129,11 @@ ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("POST", "/reflect", "read", {"q": "What is the launch code?"}),
     ("GET", "/contradictions", "read", None),
     ("GET", "/amac/metrics", "read", None),
+    ("GET", "/amac/decisions", "read", None),
+    ("GET", "/conversations", "read", None),
+    ("GET", f"/conversations/{GHOST}", "read", None),
+    ("GET", "/handoffs", "read", None),
+    ("GET", f"/facts/{GHOST}/history", "read", None),
     ("GET", "/tenant/owner", "read", None),
     ("GET", "/handoff?project=nothing", "read", None),
     ("GET", "/graph/search?q=rocket", "read", None),
@@ -136,6 +142,7 @@ ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("GET", "/graph", "read", None),
     ("POST", "/commit", "write", {"text": "Dana ships the Falcon build on 3 March 2025"}),
     ("POST", "/commit_conversation", "write", {"turns": [{"speaker": "Dana", "text": "Hello there"}]}),
+    ("POST", "/amac/decisions/999999999/admit", "write", None),
     ("POST", "/feedback", "write", {"memory_id": str(uuid.uuid4()), "helpful": True}),
     ("POST", "/sessions/close", "write", {"project": "p", "transcript": "Dana: We chose Rust."}),
     ("POST", "/graph/record", "write", {"entities": [{"name": "Falcon"}]}),
@@ -181,10 +188,8 @@ def test_the_matrix_lists_every_route(settings: Settings, elephant: Elephant) ->
             for method in handler.http_methods:
                 path = route.path.replace("{prefix:str}", "0" * 12)
                 routes.add((method, path))
-    routes = {
-        (m, p.replace("{memory_id:uuid}", GHOST).replace("{fact_id:uuid}", GHOST))
-        for m, p in routes
-    }
+    samples = {"uuid": GHOST, "int": "999999999", "str": GHOST}
+    routes = {(m, re.sub(r"\{\w+:(\w+)\}", lambda x: samples[x.group(1)], p)) for m, p in routes}
     missing = routes - declared
     assert not missing, f"routes missing from the scopes matrix: {sorted(missing)}"
 

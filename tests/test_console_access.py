@@ -28,7 +28,6 @@ from tests.console_support import (
     wait_for,
 )
 
-
 GHOST = "00000000-0000-4000-8000-000000000000"  # an id no row has
 
 
