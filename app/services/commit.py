@@ -23,6 +23,7 @@ from app.errors import InvalidInput
 from app.providers.embedder import Vectors
 from app.providers.embedder_errors import EmbedderError
 from app.services import dedup, gate, metrics, passages, queue
+from app.services.gate import LoggedDecision
 from app.services.inputs import Label, Metadata, Name, NonBlank, Real, ShortText, When
 from app.services.jobs import run_job_now
 from app.services.runtime import Elephant
@@ -396,7 +397,9 @@ def commit_note(elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = F
                 passages.store_note_passages(conn, tenant, memory_id, parts, vectors[1:])
             result = NoteResult(memory_id, "stored", verdict, job_id=job_id)
         gate.log_decisions(
-            conn, tenant, [(verdict, result.memory_id, "note", note.source, note.text, digest)]
+            conn,
+            tenant,
+            [LoggedDecision(verdict, result.memory_id, "note", note.source, note.text, digest)],
         )
     if wait and result.job_id is not None:
         result.facts, result.job_status = _run_now(elephant, tenant, result.job_id)
@@ -473,7 +476,7 @@ def commit_conversation(
         stored = _insert_windows(
             conn, tenant, conversation, conversation_id, offset, windows, candidates, screened
         )
-        log_rows = []
+        log_rows: list[LoggedDecision] = []
         for window, candidate, (verdict, duplicate_of), memory_id in zip(
             windows, candidates, screened, stored, strict=True
         ):
@@ -493,7 +496,17 @@ def commit_conversation(
                 )
             )
             log_rows.append(
-                (verdict, memory_id, "window", conversation.source, window.text, candidate.digest)
+                LoggedDecision(
+                    verdict,
+                    memory_id or duplicate_of,
+                    "window",
+                    conversation.source,
+                    window.text,
+                    candidate.digest,
+                    conversation_id=conversation_id,
+                    turn_start=window.turn_start + offset,
+                    turn_end=window.turn_end + offset,
+                )
             )
         gate.log_decisions(conn, tenant, log_rows)
         for start in range(0, len(turns), TURNS_PER_EXTRACTION_JOB):

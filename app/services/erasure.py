@@ -603,10 +603,12 @@ _DELETE: dict[str, str] = {
         DELETE FROM fact_entities WHERE fact_id = ANY(%(facts)s::uuid[])
         OR entity_key = ANY(%(keys)s)""",
     "facts": "DELETE FROM facts WHERE id = ANY(%(facts)s::uuid[])",
-    # A conversation's rejected windows are linked to it by nothing but the transaction
-    # that logged them: kind window, its source, the transaction timestamp of its turns.
+    # A conversation's windows name it (migration 0011); those logged before that are
+    # linked to it by nothing but the transaction that logged them: kind window, its
+    # source, the transaction timestamp of its turns.
     "admission_log": f"""
         DELETE FROM admission_log AS x WHERE x.memory_id = ANY(%(memories)s::uuid[])
+        OR x.conversation_id = ANY(%(convs)s::uuid[])
         OR x.content_hash = ANY(%(hashes)s) OR x.source = %(source)s
         OR (x.kind = 'window' AND (x.created_at, x.source) IN
             (SELECT * FROM unnest(%(stamps)s::timestamptz[], %(stamp_sources)s::text[])))

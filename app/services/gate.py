@@ -170,41 +170,57 @@ def _score(
     return offline.relevance, offline.specificity, offline.reason, "offline"
 
 
-def log_decisions(
-    conn: Connection,
-    tenant: str,
-    rows: Sequence[tuple[GateVerdict, str | None, str, str, str, str]],
-) -> None:
-    """rows: (verdict, memory_id, kind, source, text, content_hash). A rejected text is
-    kept whole (rejected_text), so an operator can still admit it (app.services.gate_log);
-    the other decisions keep a preview only, their text is in memories."""
-    for verdict, _, kind, *_ in rows:
-        metrics.record_gate(kind, verdict.decision)
+@dataclass(frozen=True, slots=True)
+class LoggedDecision:
+    """One admission_log row: a verdict on a text, and where the text came from. For a
+    duplicate, ``memory_id`` is the memory it duplicates; for a window, the conversation
+    and turn range it was cut from."""
+
+    verdict: GateVerdict
+    memory_id: str | None
+    kind: str
+    source: str
+    text: str
+    content_hash: str
+    conversation_id: str | None = None
+    turn_start: int | None = None
+    turn_end: int | None = None
+
+
+def log_decisions(conn: Connection, tenant: str, rows: Sequence[LoggedDecision]) -> None:
+    """A rejected text is kept whole (rejected_text), so an operator can still admit it
+    (app.services.gate_log); the other decisions keep a preview only, their text is in
+    memories."""
+    for row in rows:
+        metrics.record_gate(row.kind, row.verdict.decision)
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO admission_log (tenant_id, memory_id, kind, source, text_preview, "
             "content_hash, relevance, novelty, specificity, composite, threshold, decision, "
-            "reason, scorer, rejected_text) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "reason, scorer, rejected_text, conversation_id, turn_start, turn_end) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 (
                     tenant,
-                    memory_id,
-                    kind,
-                    source,
-                    preview(text),
-                    digest,
-                    v.relevance,
-                    v.novelty,
-                    v.specificity,
-                    v.composite,
-                    v.threshold,
-                    v.decision,
-                    v.reason,
-                    v.scorer,
-                    text if v.decision == "rejected" else None,
+                    row.memory_id,
+                    row.kind,
+                    row.source,
+                    preview(row.text),
+                    row.content_hash,
+                    row.verdict.relevance,
+                    row.verdict.novelty,
+                    row.verdict.specificity,
+                    row.verdict.composite,
+                    row.verdict.threshold,
+                    row.verdict.decision,
+                    row.verdict.reason,
+                    row.verdict.scorer,
+                    row.text if row.verdict.decision == "rejected" else None,
+                    row.conversation_id,
+                    row.turn_start,
+                    row.turn_end,
                 )
-                for v, memory_id, kind, source, text, digest in rows
+                for row in rows
             ],
         )
 

@@ -12,8 +12,8 @@ What a rejected note loses: the log keeps its text, source and kind only, not th
 importance, metadata, occurred_at or subject the caller sent, so the admitted memory
 gets the defaults (importance 50, no metadata, no event date, the tenant's owner as
 "I" at admission time). A rejected conversation window is not admitted on its own:
-its turns are in the conversation's lossless transcript, and a window is defined by
-its conversation and turn range, which the log does not record.
+its turns, and the facts extracted from them, are kept whatever the gate decided, and
+the transcript shows the window (GET /conversations/{id}).
 """
 
 from __future__ import annotations
@@ -205,8 +205,8 @@ def _claim(elephant: Elephant, tenant: str, decision_id: int) -> tuple[str, str]
         if kind != "note":
             raise InvalidInput(
                 f"decision {decision_id} rejected a conversation window: a window is not "
-                "admitted on its own (the log does not record its conversation and turn "
-                "range; its turns are kept in the conversation's transcript)"
+                "admitted on its own (its turns, and the facts extracted from them, are kept "
+                "whatever the gate decided; GET /conversations/{id} shows it)"
             )
         if text is None:
             raise Conflict(

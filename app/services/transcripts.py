@@ -2,13 +2,9 @@
 
 A conversation keeps every turn (``turns``); commit cut it into overlapping windows and
 gated each one: stored (a ``memories`` row with its turn range), a duplicate of a stored
-memory, or rejected. Only stored windows have a row, so the others are read back from
-the gate's log: everything one commit writes shares its transaction's timestamp, so the
-log rows (kind ``window``, in window order) of the commit that wrote a run of turns are
-those stamped with the turns' ``created_at``; rebuilding the windows of that run
-(app.services.windows) and matching their content hashes, in order, to the log rows
-gives each window its turn range and decision. A run whose log rows were erased or never
-written (an import) still shows its stored windows, from ``memories``.
+memory, or rejected. The gate's log names each window's conversation and turns
+(migration 0011), so every window shows with its decision; a stored window logged before
+that still shows, from ``memories``.
 
 Handoffs are what a closed session left for the next one (app.services.sessions).
 Everything is read in the caller's tenant (row-level security), on the primary, so a
@@ -17,7 +13,6 @@ page shows a commit made just before it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,14 +23,8 @@ from app.db.runtime import Connection
 from app.errors import NotFound
 from app.services import paging
 from app.services.runtime import Elephant
-from app.services.text import content_hash
-from app.services.windows import WindowTurn, build_windows
 
 WindowStatus = Literal["stored", "duplicate", "rejected"]
-MAX_WINDOW_SIZE = 100  # ConversationIn.window_size's bound
-_NEAR_DUPLICATE = re.compile(
-    r"near duplicate of ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
-)
 
 
 # ------------------------------------------------------------------ results
@@ -124,14 +113,12 @@ class HandoffPage:
 
 @dataclass(frozen=True, slots=True)
 class Transcript:
-    """One conversation: every turn in order, its windows by turn range, its handoffs.
-    ``unplaced``: gate decisions of its commits that could not be matched to turns."""
+    """One conversation: every turn in order, its windows by turn range, its handoffs."""
 
     conversation: ConversationSummary
     turns: list[TranscriptTurn]
     windows: list[TranscriptWindow]
     handoffs: list[SessionHandoff]
-    unplaced: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +221,7 @@ def get_transcript(elephant: Elephant, tenant: str, conversation: str) -> Transc
                 (summary.id,),
             ).fetchall()
         ]
-        windows, unplaced = _windows(conn, summary.id, turns, elephant.settings.commit)
+        windows = _windows(conn, summary.id)
         handoffs = [
             _handoff(r)
             for r in conn.execute(
@@ -243,7 +230,7 @@ def get_transcript(elephant: Elephant, tenant: str, conversation: str) -> Transc
                 (summary.id,),
             ).fetchall()
         ]
-    return Transcript(summary, turns, windows, handoffs, unplaced)
+    return Transcript(summary, turns, windows, handoffs)
 
 
 def _find(conn: Connection, conversation: str) -> Sequence[Any] | None:
@@ -262,149 +249,51 @@ def _as_uuid(value: str) -> UUID | None:
         return None
 
 
-@dataclass(frozen=True, slots=True)
-class _LogRow:
-    memory_id: str | None
-    digest: str
-    decision: str
-    composite: float | None
-    threshold: float | None
-    reason: str
-    scorer: str
-    created_at: datetime
+_WINDOW_DECISIONS = """
+    SELECT turn_start, turn_end, memory_id, decision, composite, threshold, reason, scorer,
+           created_at
+      FROM admission_log
+     WHERE conversation_id = %s AND kind = 'window' AND turn_start IS NOT NULL
+     ORDER BY id"""
 
 
-def _batches(turns: Sequence[TranscriptTurn]) -> list[list[TranscriptTurn]]:
-    """Runs of consecutive turns written by one commit (one transaction timestamp)."""
-    runs: list[list[TranscriptTurn]] = []
-    for turn in turns:
-        if runs and runs[-1][-1].created_at == turn.created_at:
-            runs[-1].append(turn)
-        else:
-            runs.append([turn])
-    return runs
-
-
-def _windows(
-    conn: Connection, conversation_id: str, turns: Sequence[TranscriptTurn], commit: Any
-) -> tuple[list[TranscriptWindow], int]:
-    """Every window of the conversation (see the module docstring) and the count of its
-    commits' gate decisions that matched no run of turns."""
-    batches = _batches(turns)
-    stamps = sorted({batch[0].created_at for batch in batches})
-    logs: dict[datetime, list[_LogRow]] = {}
-    if stamps:
-        for r in conn.execute(
-            "SELECT memory_id, content_hash, decision, composite, threshold, reason, scorer, "
-            "created_at FROM admission_log WHERE kind = 'window' AND created_at = ANY(%s) "
-            "ORDER BY id",
-            (stamps,),
-        ).fetchall():
-            entry = _LogRow(
-                None if r[0] is None else str(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7]
-            )
-            logs.setdefault(entry.created_at, []).append(entry)
-    stored = conn.execute(
-        "SELECT id, turn_start, turn_end, content_hash FROM memories "
+def _windows(conn: Connection, conversation_id: str) -> list[TranscriptWindow]:
+    """Every window the gate decided on, from its log (conversation and turns, migration
+    0011); a stored window without such a row (logged before 0011) still shows, from
+    ``memories``, without its decision."""
+    found = [_window(row) for row in conn.execute(_WINDOW_DECISIONS, (conversation_id,))]
+    logged = {(w.turn_start, w.turn_end, w.memory_id) for w in found if w.status == "stored"}
+    for memory_id, start, end in conn.execute(
+        "SELECT id, turn_start, turn_end FROM memories "
         "WHERE conversation_id = %s AND kind = 'window' AND turn_start IS NOT NULL",
         (conversation_id,),
-    ).fetchall()
-    by_hash = {str(r[3]): str(r[0]) for r in stored}
-    sizes = sorted({int(r[2]) - int(r[1]) + 1 for r in stored})
-    hints = [(commit.window_size, min(commit.stride, commit.window_size)), (5, 2)]
-    hints += [(size, stride) for size in sizes for stride in range(1, size + 1)]
-    placements: list[tuple[tuple[int, int], _LogRow]] = []
-    unplaced = 0
-    for batch in batches:
-        entries = logs.pop(batch[0].created_at, [])
-        placed = _place(batch, entries, hints)
-        if placed is None:
-            unplaced += len(entries)
-        else:
-            placements.extend(placed)
-    # an exact duplicate's memory may belong to another conversation (or be a note)
-    elsewhere = [e.digest for _, e in placements if e.digest not in by_hash]
-    if elsewhere:
-        by_hash.update(
-            (str(r[0]), str(r[1]))
-            for r in conn.execute(
-                "SELECT content_hash, id FROM memories WHERE content_hash = ANY(%s)",
-                (elsewhere,),
-            ).fetchall()
-        )
-    found = [_window(start, end, entry, by_hash) for (start, end), entry in placements]
-    covered = {(w.turn_start, w.turn_end) for w in found}
-    for memory_id, start, end, _ in stored:
-        if (int(start), int(end)) not in covered:  # a window whose gate decision is gone
+    ).fetchall():
+        if (int(start), int(end), str(memory_id)) not in logged:
             found.append(TranscriptWindow(int(start), int(end), "stored", str(memory_id)))
     found.sort(key=lambda w: (w.turn_start, w.turn_end))
-    return found, unplaced
+    return found
 
 
-def _window_turns(batch: Sequence[TranscriptTurn]) -> list[WindowTurn]:
-    return [WindowTurn(t.seq, t.speaker, t.text, t.occurred_at, t.turn_id) for t in batch]
-
-
-def _place(
-    batch: Sequence[TranscriptTurn], entries: Sequence[_LogRow], hints: Iterable[tuple[int, int]]
-) -> list[tuple[tuple[int, int], _LogRow]] | None:
-    """The commit's log rows matched, in order, to the windows of a window size and stride
-    whose window texts hash to them; None when no size and stride does."""
-    if not entries:
-        return None
-    wanted = [entry.digest for entry in entries]
-    count = len(batch)
-    tried: set[tuple[int, int]] = set()
-    candidates = list(hints) + [
-        (size, stride)
-        for size in range(1, min(count, MAX_WINDOW_SIZE) + 1)
-        for stride in range(1, size + 1)
-    ]
-    turns = _window_turns(batch)
-    for size, stride in candidates:
-        size = min(size, count)  # a run shorter than the window is one window
-        stride = min(stride, size)
-        if (size, stride) in tried or size < 1:
-            continue
-        tried.add((size, stride))
-        if _window_count(count, size, stride) != len(wanted):
-            continue
-        windows = build_windows(turns, size, stride)
-        if [content_hash(w.text) for w in windows] == wanted:
-            return [((w.turn_start, w.turn_end), e) for w, e in zip(windows, entries, strict=True)]
-    return None
-
-
-def _window_count(count: int, size: int, stride: int) -> int:
-    """len(window_starts(count, size, stride)), without building the list."""
-    if count <= size:
-        return 1 if count > 0 else 0
-    full = (count - size) // stride + 1
-    return full + (1 if (full - 1) * stride + size < count else 0)
-
-
-def _window(start: int, end: int, entry: _LogRow, by_hash: dict[str, str]) -> TranscriptWindow:
-    status: WindowStatus
-    memory_id: str | None
-    if entry.decision == "duplicate":
-        status = "duplicate"
-        near = _NEAR_DUPLICATE.search(entry.reason)
-        memory_id = by_hash.get(entry.digest) or (near.group(1) if near else None)
-    elif entry.decision == "rejected":
-        status, memory_id = "rejected", None
-    else:  # accepted or forced
-        status, memory_id = "stored", entry.memory_id or by_hash.get(entry.digest)
+def _window(row: Sequence[Any]) -> TranscriptWindow:
+    start, end, memory_id, decision, composite, threshold, reason, scorer, decided_at = row
+    status: WindowStatus = (
+        "duplicate"
+        if decision == "duplicate"
+        else "rejected"
+        if decision == "rejected"
+        else "stored"
+    )
     return TranscriptWindow(
-        turn_start=start,
-        turn_end=end,
+        turn_start=int(start),
+        turn_end=int(end),
         status=status,
-        memory_id=memory_id,
-        decision=entry.decision,
-        composite=entry.composite,
-        threshold=entry.threshold,
-        reason=entry.reason,
-        scorer=entry.scorer,
-        decided_at=entry.created_at,
+        memory_id=None if memory_id is None or status == "rejected" else str(memory_id),
+        decision=decision,
+        composite=composite,
+        threshold=threshold,
+        reason=reason,
+        scorer=scorer,
+        decided_at=decided_at,
     )
 
 

@@ -7,6 +7,9 @@
   as with api_keys.
 - `admission_log.rejected_text`: the whole text of a rejected note or window (the log
   kept only a preview), so an operator can admit it later; NULL for other decisions.
+- `admission_log.conversation_id`, `turn_start`, `turn_end`: which turns a window
+  decision was about, so a transcript shows every window (stored, duplicate or
+  rejected) exactly, and erasing a conversation finds its rejected windows.
 
 Revision ID: 0011_console
 Revises: 0010_lifecycle
@@ -118,6 +121,18 @@ def upgrade() -> None:
         op.execute(f"COMMENT ON FUNCTION {function} IS '{text} (migration 0011)'")
 
     op.execute("ALTER TABLE admission_log ADD COLUMN rejected_text text")
+    for column in ("conversation_id uuid", "turn_start integer", "turn_end integer"):
+        op.execute(f"ALTER TABLE admission_log ADD COLUMN {column}")
+    op.execute(
+        "CREATE INDEX admission_log_conversation ON admission_log (tenant_id, conversation_id) "
+        "WHERE conversation_id IS NOT NULL"
+    )
+    for column, text in (
+        ("conversation_id", "For a window: the conversation it was cut from (conversations.id)."),
+        ("turn_start", "For a window: its first turn (turns.seq)."),
+        ("turn_end", "For a window: its last turn (turns.seq, inclusive)."),
+    ):
+        op.execute(f"COMMENT ON COLUMN admission_log.{column} IS '{text}'")
     op.execute(
         "COMMENT ON COLUMN admission_log.rejected_text IS 'The whole text of a rejected note "
         "or window, so it can be admitted later (POST /amac/decisions/{id}/admit); NULL for "
@@ -127,7 +142,9 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("ALTER TABLE admission_log DROP COLUMN IF EXISTS rejected_text")
+    op.execute("DROP INDEX IF EXISTS admission_log_conversation")
+    for column in ("turn_end", "turn_start", "conversation_id", "rejected_text"):
+        op.execute(f"ALTER TABLE admission_log DROP COLUMN IF EXISTS {column}")
     for function in (CLOSE_FUNCTION, SESSION_FUNCTION, OPEN_FUNCTION):
         op.execute(f"DROP FUNCTION IF EXISTS {function}")
     op.execute("DROP TABLE IF EXISTS console_sessions")
