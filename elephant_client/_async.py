@@ -38,15 +38,19 @@ from elephant_client._inputs import (
     When,
 )
 from elephant_client._models import (
+    Admission,
     AuditEntry,
     CommitResult,
     Contradiction,
     ConversationResult,
+    ConversationSummary,
     CreatedKey,
     EntitySummary,
     ErasureReport,
     Fact,
+    FactHistory,
     FeedbackResult,
+    GateDecision,
     GateMetrics,
     GateThreshold,
     GraphChange,
@@ -68,6 +72,8 @@ from elephant_client._models import (
     SessionClosed,
     Stats,
     Suggestions,
+    Transcript,
+    UsageReport,
 )
 
 T = TypeVar("T")
@@ -242,6 +248,41 @@ class AsyncElephant:
         call = Call("PUT", "/amac/threshold", body={"threshold": threshold})
         return decode(GateThreshold, await self._send(call))
 
+    async def gate_decisions(
+        self,
+        *,
+        decision: Literal["accepted", "rejected", "forced", "duplicate"] | None = None,
+        kind: Literal["note", "window"] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> Page[GateDecision]:
+        """GET /amac/decisions: one page of the gate's decisions, newest first (a rejected
+        text whole, in ``rejected_text``, until it is admitted)."""
+        query = params(decision=decision, kind=kind, limit=limit, cursor=cursor)
+        return decode_page(GateDecision, await self._send(Call("GET", "/amac/decisions", query)))
+
+    def iter_gate_decisions(
+        self,
+        *,
+        decision: Literal["accepted", "rejected", "forced", "duplicate"] | None = None,
+        kind: Literal["note", "window"] | None = None,
+        page_size: int = PAGE_SIZE,
+    ) -> AsyncIterator[GateDecision]:
+        """Every gate decision matching the filters, newest first, a page at a time."""
+        return self._walk(
+            lambda cursor: self.gate_decisions(
+                decision=decision, kind=kind, limit=page_size, cursor=cursor
+            )
+        )
+
+    async def admit_decision(self, decision_id: int) -> Admission:
+        """POST /amac/decisions/{id}/admit: store a rejected note after all (forced), once:
+        Conflict when it was admitted already. ``status`` is stored (HTTP 201), or
+        duplicate (200) when the same text was stored since. Not retried on 503 (a
+        repeat would be answered Conflict)."""
+        call = Call("POST", f"/amac/decisions/{int(decision_id)}/admit", retry_safe=False)
+        return decode(Admission, await self._send(call))
+
     # ------------------------------------------------------------ search
 
     async def search(
@@ -299,6 +340,11 @@ class AsyncElephant:
     async def stats(self) -> Stats:
         """GET /stats: counts by kind and source, sizes, index state."""
         return decode(Stats, await self._send(Call("GET", "/stats")))
+
+    async def usage(self, *, days: int | None = None) -> UsageReport:
+        """GET /usage: LLM calls, failures, tokens, latency and cost of the last ``days``
+        UTC days (1-365, today included), by day and operation."""
+        return decode(UsageReport, await self._send(Call("GET", "/usage", params(days=days))))
 
     # ------------------------------------------------------------ contradictions, jobs
 
@@ -428,6 +474,12 @@ class AsyncElephant:
         """GET /facts/{id}. NotFound when it is not in this tenant."""
         return decode(Fact, await self._send(Call("GET", f"/facts/{_id(fact_id)}")))
 
+    async def fact_history(self, fact_id: str) -> FactHistory:
+        """GET /facts/{id}/history: the fact's chain (what it replaced, what replaced it)
+        and the contradictions along it. NotFound when it is not in this tenant."""
+        call = Call("GET", f"/facts/{_id(fact_id)}/history")
+        return decode(FactHistory, await self._send(call))
+
     async def delete_fact(self, fact_id: str) -> ErasureReport:
         """DELETE /facts/{id} (admin): the fact with its links."""
         call = Call("DELETE", f"/facts/{_id(fact_id)}")
@@ -459,7 +511,32 @@ class AsyncElephant:
         )
         return decode(ErasureReport, await self._send(Call("POST", "/erase", body=target)))
 
-    # ------------------------------------------------------------ sessions
+    # ------------------------------------------------------------ conversations, sessions
+
+    async def conversations(
+        self, *, source: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> Page[ConversationSummary]:
+        """GET /conversations: one page, newest first."""
+        query = params(source=source, limit=limit, cursor=cursor)
+        return decode_page(
+            ConversationSummary, await self._send(Call("GET", "/conversations", query))
+        )
+
+    def iter_conversations(
+        self, *, source: str | None = None, page_size: int = PAGE_SIZE
+    ) -> AsyncIterator[ConversationSummary]:
+        """Every conversation (of ``source``), newest first, a page at a time."""
+        return self._walk(
+            lambda cursor: self.conversations(source=source, limit=page_size, cursor=cursor)
+        )
+
+    async def get_conversation(self, conversation_id: str) -> Transcript:
+        """GET /conversations/{id}: every turn, the windows with the gate's decisions, the
+        handoffs. ``conversation_id``: its id or the one it was committed with (one
+        holding / ? # or % is refused here: use its id); NotFound when it is not in this
+        tenant."""
+        call = Call("GET", f"/conversations/{_id(conversation_id)}")
+        return decode(Transcript, await self._send(call))
 
     async def close_session(
         self,
@@ -491,6 +568,21 @@ class AsyncElephant:
         """GET /handoff: the project's latest handoff (NotFound when there is none)."""
         call = Call("GET", "/handoff", params(project=project))
         return decode(Handoff, await self._send(call))
+
+    async def handoffs(
+        self, *, project: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> Page[Handoff]:
+        """GET /handoffs: one page of the closed sessions' handoffs, newest first."""
+        query = params(project=project, limit=limit, cursor=cursor)
+        return decode_page(Handoff, await self._send(Call("GET", "/handoffs", query)))
+
+    def iter_handoffs(
+        self, *, project: str | None = None, page_size: int = PAGE_SIZE
+    ) -> AsyncIterator[Handoff]:
+        """Every handoff (of ``project``), newest first, a page at a time."""
+        return self._walk(
+            lambda cursor: self.handoffs(project=project, limit=page_size, cursor=cursor)
+        )
 
     # ------------------------------------------------------------ graph writes
 

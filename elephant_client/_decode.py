@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from datetime import datetime
+from datetime import date, datetime
 from functools import cache
 from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
@@ -98,6 +98,8 @@ def _value(hint: Any, data: Any, path: str) -> Any:
         return _dataclass(hint, data, path)
     if hint is datetime:
         return _datetime(data, path)
+    if hint is date:
+        return _date(data, path)
     if hint is float:
         if isinstance(data, (int, float)) and not isinstance(data, bool):
             return float(data)
@@ -134,6 +136,15 @@ def _datetime(data: Any, path: str) -> datetime:
         return datetime.fromisoformat(data)
     except ValueError:
         raise _mismatch(path, "an RFC 3339 date", data) from None
+
+
+def _date(data: Any, path: str) -> date:
+    if not isinstance(data, str):
+        raise _mismatch(path, "an ISO 8601 day", data)
+    try:
+        return date.fromisoformat(data)
+    except ValueError:
+        raise _mismatch(path, "an ISO 8601 day", data) from None
 
 
 def _optional(hint: Any) -> bool:

@@ -2,14 +2,15 @@
 
 Kept small on purpose: the fields a caller acts on are typed; deep diagnostic blocks
 (search ``explain``, health and stats internals, erasure targets) stay ``dict``.
-Dates are timezone-aware ``datetime`` objects. Fields a newer server adds are dropped
+Dates are timezone-aware ``datetime`` objects (UTC days, as in GET /usage, are
+``date``). Fields a newer server adds are dropped
 on decoding (see ``_decode``), so an older client keeps working.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 T = TypeVar("T")
@@ -142,6 +143,45 @@ class GateMetrics:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class GateThreshold:
     threshold: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GateDecision:
+    """One row of the gate's log (GET /amac/decisions). ``memory_id``: the memory stored
+    (accepted, forced) or matched (duplicate). ``rejected_text``: the whole text of a
+    rejected note or window until it is admitted or erased; ``admittable``:
+    ``admit_decision`` would store it."""
+
+    id: int
+    decision: Literal["accepted", "rejected", "forced", "duplicate"]
+    kind: str
+    source: str
+    memory_id: str | None
+    text_preview: str
+    relevance: float | None
+    novelty: float | None
+    specificity: float | None
+    composite: float | None
+    threshold: float | None
+    reason: str
+    scorer: str
+    created_at: datetime
+    rejected_text: str | None
+    admittable: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Admission:
+    """POST /amac/decisions/{id}/admit: ``memory_id`` now holds the rejected note's text
+    (``status`` stored, or duplicate when the same text had been stored since);
+    ``admission_id`` is the new decision row, whose reason names ``decision_id``."""
+
+    decision_id: int
+    admission_id: int | None
+    memory_id: str | None
+    status: Literal["stored", "duplicate", "rejected"]
+    gate: GateVerdict
+    job_id: int | None
 
 
 # ------------------------------------------------------------------ contradictions, jobs
@@ -299,6 +339,53 @@ class Stats:
     storage: dict[str, Any] = field(default_factory=dict)
 
 
+# ------------------------------------------------------------------ usage
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsagePrices:
+    """USD per million tokens; ``configured`` false when no price is set (no cost)."""
+
+    in_per_mtok: float
+    out_per_mtok: float
+    configured: bool
+    note: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsageRow:
+    """LLM calls summed over one day and operation, or (``day`` None) one operation over
+    the window, or (``operation`` None) one day, or (both None) all of it. ``cost_usd``
+    is None when no price is configured; the latencies are None without calls."""
+
+    day: date | None
+    operation: str | None
+    calls: int
+    failures: int
+    tokens_in: int
+    tokens_out: int
+    latency_ms_mean: float | None
+    latency_ms_p95: float | None
+    cost_usd: float | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsageReport:
+    """GET /usage: LLM usage of the last ``days`` UTC days (``since`` to ``until``, both
+    included). ``by_day`` has every day (zeros too), ``by_day_operation`` only the
+    groups with calls; ``operations`` every operation seen, in name order."""
+
+    days: int
+    since: date
+    until: date
+    prices: UsagePrices
+    total: UsageRow
+    operations: list[str]
+    by_operation: list[UsageRow]
+    by_day: list[UsageRow]
+    by_day_operation: list[UsageRow]
+
+
 # ------------------------------------------------------------------ records
 
 
@@ -357,6 +444,51 @@ class Fact:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ChainLink:
+    """A fact of a history's chain. ``step``: 0 the fact asked for, -1 what it replaced,
+    -2 what that replaced, ...; 1 what replaced it, 2 what replaced that, ..."""
+
+    step: int
+    id: str
+    text: str
+    subject: str | None
+    status: str
+    valid_from: datetime | None
+    valid_to: datetime | None
+    recorded_at: datetime
+    expired_at: datetime | None
+    superseded_by: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChainContradiction:
+    """A contradiction along a fact's chain: ``older`` was closed in favour of ``newer``;
+    ``role`` is the asked-for fact's part in it."""
+
+    id: int
+    older_id: str
+    older_text: str
+    newer_id: str
+    newer_text: str
+    detector: str
+    score: float
+    reason: str
+    created_at: datetime
+    role: Literal["older", "newer", "other"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FactHistory:
+    """GET /facts/{id}/history: the fact, its chain oldest first (itself at step 0) and
+    the contradictions along it, newest first. ``truncated``: the chain goes on."""
+
+    fact: Fact
+    chain: list[ChainLink]
+    contradictions: list[ChainContradiction]
+    truncated: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ErasureReport:
     """POST /erase, DELETE /memories/{id}, DELETE /facts/{id}: what was (or would be,
     with ``dry_run``) removed, counted per table."""
@@ -368,7 +500,7 @@ class ErasureReport:
     total: int
 
 
-# ------------------------------------------------------------------ sessions
+# ------------------------------------------------------------------ conversations, sessions
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -382,6 +514,65 @@ class Handoff:
     open_questions: list[str]
     next_steps: list[str]
     generator: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ConversationSummary:
+    """A conversation (GET /conversations): ids, source, dates and counts. ``windows``
+    counts its stored windows; ``project`` is set when it was a closed session."""
+
+    id: str
+    external_id: str | None
+    source: str
+    session_date: datetime | None
+    created_at: datetime
+    turns: int
+    windows: int
+    speakers: list[str]
+    first_turn_at: datetime | None
+    last_turn_at: datetime | None
+    project: str | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TranscriptTurn:
+    """One turn as stored: ``seq`` counts from 0; ``turn_id`` is the caller's id for it."""
+
+    seq: int
+    speaker: str
+    text: str
+    occurred_at: datetime | None
+    turn_id: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TranscriptWindow:
+    """A window cut from turns ``turn_start``-``turn_end`` (inclusive) and the gate's
+    decision on it. ``memory_id``: the stored memory, or the one it duplicates; the
+    decision and scores are None when its log row is gone."""
+
+    turn_start: int
+    turn_end: int
+    status: Literal["stored", "duplicate", "rejected"]
+    memory_id: str | None
+    decision: Literal["accepted", "rejected", "forced", "duplicate"] | None = None
+    composite: float | None = None
+    threshold: float | None = None
+    reason: str | None = None
+    scorer: str | None = None
+    decided_at: datetime | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Transcript:
+    """GET /conversations/{id}: every turn in order, the windows (each with the gate's
+    decision) by turn range, and the handoffs of its sessions."""
+
+    conversation: ConversationSummary
+    turns: list[TranscriptTurn]
+    windows: list[TranscriptWindow]
+    handoffs: list[Handoff]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -27,11 +27,14 @@ from app.api import create_app
 from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
+from app.providers.llm import LLMUsage
 from app.services.runtime import Elephant as Runtime
+from app.services.usage import record_usage
 from elephant_client import (
     NO_RETRY,
     AsyncElephant,
     CommitResult,
+    Conflict,
     ConnectionFailed,
     Elephant,
     ElephantError,
@@ -42,6 +45,7 @@ from elephant_client import (
     RateLimited,
     RetryPolicy,
     SearchResult,
+    Turn,
     Unauthorized,
     Unavailable,
     _unasync,
@@ -258,6 +262,186 @@ def test_graph_endpoints(url: str, operator: str) -> None:
         )
         gone = memory.graph_delete_entities(["Fuel team", "Nobody"])
         assert gone.entities_deleted == 1 and gone.missing == ["Nobody"]
+
+
+def test_conversations_and_handoffs(url: str, operator: str) -> None:
+    source = f"meetings-{uuid.uuid4().hex[:8]}"
+    external = unique("atlas-standup")
+    turns: list[Turn] = [
+        {"speaker": "dana", "text": "The Atlas standup moves to 9:15 from Monday."},
+        {"speaker": "lee", "text": "Then I will move the fuel review to 10:30."},
+        {"speaker": "dana", "text": "Good, and Omar presents the valve test results."},
+    ]
+    with client(url, operator, "client_conversations") as memory:
+        committed = memory.commit_conversation(
+            turns, conversation_id=external, source=source, window_size=2, stride=1, force=True
+        )
+        later = memory.commit_conversation(
+            [{"speaker": "omar", "text": "The valve test passed at 310 bar."}],
+            conversation_id=unique("valve-test"),
+            source=source,
+            force=True,
+        )
+
+        page = memory.conversations(source=source, limit=10)
+        assert [c.id for c in page.items] == [later.conversation_id, committed.conversation_id]
+        assert page.next_cursor is None
+        summary = page.items[1]
+        assert (summary.external_id, summary.source, summary.turns) == (external, source, 3)
+        assert summary.speakers == ["dana", "lee"] and summary.created_at.tzinfo is not None
+        assert summary.windows == committed.windows.stored
+        walked = [c.id for c in memory.iter_conversations(source=source, page_size=1)]
+        assert walked == [c.id for c in page.items]
+
+        transcript = memory.get_conversation(external)  # the caller's id...
+        assert memory.get_conversation(committed.conversation_id) == transcript  # ...or its own
+        assert transcript.conversation.id == committed.conversation_id
+        assert [(t.seq, t.speaker, t.text) for t in transcript.turns] == [
+            (i, turn["speaker"], turn["text"]) for i, turn in enumerate(turns)
+        ]
+        windows = [(w.turn_start, w.turn_end, w.status, w.memory_id) for w in transcript.windows]
+        assert windows == [
+            (w.turn_start, w.turn_end, w.status, w.memory_id) for w in committed.windows.items
+        ]
+        assert [w.decision for w in transcript.windows] == ["forced"] * len(windows)
+        assert transcript.handoffs == []
+        with pytest.raises(NotFound):
+            memory.get_conversation("no-such-conversation")
+
+        closed = [
+            memory.close_session("atlas", transcript=f"dana: Session {i} chose valve {i}.")
+            for i in range(3)
+        ]
+        handoffs = memory.handoffs(project="atlas", limit=10)
+        assert [h.id for h in handoffs.items] == [c.handoff.id for c in reversed(closed)]
+        assert handoffs.items[0].created_at.tzinfo is not None
+        assert [h.id for h in memory.iter_handoffs(project="atlas", page_size=2)] == [
+            h.id for h in handoffs.items
+        ]
+        assert memory.handoffs(project="nobody").items == []
+        session = memory.get_conversation(closed[0].conversation_id)
+        assert session.conversation.project == "atlas"
+        assert [h.id for h in session.handoffs] == [closed[0].handoff.id]
+
+
+def test_gate_decisions_and_admitting_a_rejected_note(url: str, operator: str) -> None:
+    with client(url, operator, "client_gate_log") as memory:
+        rejected = memory.commit("ok thanks")  # the offline gate finds nothing to keep
+        assert rejected.status == "rejected" and rejected.memory_id is None
+        stored = memory.commit(unique("Omar renewed the Atlas insurance until May 2027."))
+
+        decisions = memory.gate_decisions(decision="rejected", kind="note")
+        assert len(decisions.items) == 1
+        decision = decisions.items[0]
+        assert (decision.decision, decision.kind, decision.text_preview) == (
+            "rejected",
+            "note",
+            "ok thanks",
+        )
+        assert decision.rejected_text == "ok thanks" and decision.admittable
+        assert decision.created_at.tzinfo is not None
+        everything = memory.gate_decisions(limit=200).items
+        assert [d.id for d in everything[:2]] == [everything[0].id, decision.id]
+        assert (everything[0].decision, everything[0].memory_id) == ("accepted", stored.memory_id)
+        assert [d.id for d in memory.iter_gate_decisions(page_size=1)] == [d.id for d in everything]
+
+        admitted = memory.admit_decision(decision.id)
+        assert (admitted.decision_id, admitted.status) == (decision.id, "stored")
+        assert admitted.memory_id is not None and admitted.gate.decision == "forced"
+        assert memory.get_memory(admitted.memory_id).text == "ok thanks"
+        forced = memory.gate_decisions(decision="forced").items
+        assert [d.id for d in forced] == [admitted.admission_id]
+        assert str(decision.id) in forced[0].reason
+        after = memory.gate_decisions(decision="rejected").items[0]
+        assert (after.rejected_text, after.admittable) == (None, False)
+
+        with pytest.raises(Conflict) as twice:
+            memory.admit_decision(decision.id)
+        assert twice.value.status == 409
+        with pytest.raises(InvalidInput):  # only a rejected note can be admitted
+            memory.admit_decision(forced[0].id)
+        with pytest.raises(NotFound):
+            memory.admit_decision(10**12)
+
+
+def test_usage_counts_the_recorded_llm_calls(url: str, operator: str, db: Database) -> None:
+    tenant = "client_usage"
+    with db.tenant(tenant) as conn:
+        for tokens_in, ok in ((1200, True), (800, True), (50, False)):
+            record_usage(
+                conn,
+                tenant,
+                "reflect",
+                LLMUsage("test", "tiny", tokens_in, tokens_in // 10, 250.0, 1),
+                ok=ok,
+            )
+        record_usage(conn, tenant, "extract", LLMUsage("test", "tiny", 300, 40, 90.0, 1), ok=True)
+
+    async def scenario() -> None:
+        async with AsyncElephant(url, api_key=operator, tenant=tenant) as memory:
+            report = await memory.usage(days=7)
+            today = datetime.now(UTC).date()
+            assert (report.days, report.until, report.since) == (
+                7,
+                today,
+                today - timedelta(days=6),
+            )
+            assert isinstance(report.since, date)
+            total = report.total
+            assert (total.calls, total.failures) == (4, 1)
+            assert (total.tokens_in, total.tokens_out) == (2350, 245)
+            assert report.operations == ["extract", "reflect"]
+            by_operation = {row.operation: row for row in report.by_operation}
+            assert (by_operation["reflect"].calls, by_operation["extract"].calls) == (3, 1)
+            assert [row.day for row in report.by_day] == [
+                report.since + timedelta(days=i) for i in range(7)
+            ]
+            assert report.by_day[-1].calls == 4 and report.by_day[0].calls == 0
+            assert {(r.day, r.operation) for r in report.by_day_operation} == {
+                (today, "extract"),
+                (today, "reflect"),
+            }
+            if not report.prices.configured:
+                assert total.cost_usd is None and report.prices.note
+            assert (await memory.usage()).days == 30
+            with pytest.raises(InvalidInput):
+                await memory.usage(days=0)
+
+    asyncio.run(scenario())
+
+
+def test_fact_history(url: str, operator: str) -> None:
+    """A later note contradicting an earlier one closes the earlier fact (the offline
+    rules judge): each fact's history shows the other in its chain and the contradiction."""
+    with client(url, operator, "client_fact_history") as memory:
+        memory.commit(
+            unique("Dana lives in Berlin and works at Atlas Labs."), force=True, wait=True
+        )
+        memory.commit(
+            unique("Dana moved to Lisbon and works at Orion Labs."), force=True, wait=True
+        )
+        found = memory.contradictions().items
+        assert found, "the offline rules found no contradiction to follow"
+        contradiction = found[0]
+        older, newer = contradiction.older.id, contradiction.newer.id
+
+        history = memory.fact_history(older)
+        assert (history.fact.id, history.fact.text) == (older, contradiction.older.text)
+        assert (history.fact.status, history.fact.superseded_by) == ("superseded", newer)
+        steps = {link.step: link for link in history.chain}
+        assert (steps[0].id, steps[1].id) == (older, newer)
+        assert [link.step for link in history.chain] == sorted(steps)  # oldest first
+        assert steps[0].superseded_by == newer and steps[0].recorded_at.tzinfo is not None
+        assert history.truncated is False
+        link = next(c for c in history.contradictions if c.id == contradiction.id)
+        assert (link.older_id, link.newer_id, link.role) == (older, newer, "older")
+        assert link.created_at.tzinfo is not None
+
+        later = memory.fact_history(newer)
+        assert {link.step: link.id for link in later.chain}[-1] == older
+        assert next(c for c in later.contradictions if c.id == contradiction.id).role == "newer"
+        with pytest.raises(NotFound):
+            memory.fact_history(str(uuid.uuid4()))
 
 
 # ------------------------------------------------------------------ async
