@@ -446,12 +446,22 @@ class AsyncElephant:
         status: Literal["active", "superseded", "retracted"] | None = None,
         source: str | None = None,
         memory_id: str | None = None,
+        subject: str | None = None,
+        fact_type: Literal["world", "experience", "inference"] | None = None,
+        as_of: When | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> Page[Fact]:
-        """GET /facts: one page, newest first."""
+        """GET /facts: one page, newest first; ``as_of``: the facts true then."""
         query = params(
-            status=status, source=source, memory_id=memory_id, limit=limit, cursor=cursor
+            status=status,
+            source=source,
+            memory_id=memory_id,
+            subject=subject,
+            fact_type=fact_type,
+            as_of=as_of,
+            limit=limit,
+            cursor=cursor,
         )
         return decode_page(Fact, await self._send(Call("GET", "/facts", query)))
 
@@ -461,12 +471,22 @@ class AsyncElephant:
         status: Literal["active", "superseded", "retracted"] | None = None,
         source: str | None = None,
         memory_id: str | None = None,
+        subject: str | None = None,
+        fact_type: Literal["world", "experience", "inference"] | None = None,
+        as_of: When | None = None,
         page_size: int = PAGE_SIZE,
     ) -> AsyncIterator[Fact]:
         """Every fact matching the filters, newest first, a page at a time."""
         return self._walk(
             lambda cursor: self.facts(
-                status=status, source=source, memory_id=memory_id, limit=page_size, cursor=cursor
+                status=status,
+                source=source,
+                memory_id=memory_id,
+                subject=subject,
+                fact_type=fact_type,
+                as_of=as_of,
+                limit=page_size,
+                cursor=cursor,
             )
         )
 

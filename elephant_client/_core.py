@@ -122,12 +122,18 @@ class Call:
 
 
 def params(**values: Any) -> dict[str, Any]:
-    """Query parameters without the unset (None) ones; bools as true/false."""
+    """Query parameters without the unset (None) ones; bools as true/false, times as
+    ISO 8601 (UTC as Z), as in a JSON body."""
     out: dict[str, Any] = {}
     for name, value in values.items():
         if value is None:
             continue
-        out[name] = ("true" if value else "false") if isinstance(value, bool) else value
+        if isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        elif isinstance(value, date):  # datetime too
+            out[name] = _json_default(value)
+        else:
+            out[name] = value
     return out
 
 

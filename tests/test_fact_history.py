@@ -17,7 +17,7 @@ from litestar.testing import TestClient
 
 from app.config import Settings
 from app.errors import NotFound
-from app.services import fact_history
+from app.services import fact_history, records
 from app.services.commit import NoteIn, commit_note
 from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
@@ -133,3 +133,28 @@ def test_the_history_endpoint_needs_read_scope_only(reader: Client, moves: list[
     assert "different residence: 'Berlin' vs 'Lisbon'" in reasons
     missing = reader.get(f"/facts/{uuid4()}/history")
     assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+
+
+def test_facts_filter_by_subject_type_and_the_time_they_were_true(
+    elephant: Elephant, moves: list[str], reader: Client
+) -> None:
+    """GET /facts?subject=&fact_type=&as_of= (and the service): as_of gives the facts true
+    then, superseded since or not, as search's as_of filter does."""
+    berlin, lisbon, porto = moves
+    for day, expected in (("2020-01-01", berlin), ("2023-06-30", lisbon), ("2026-01-01", porto)):
+        answer = reader.get("/facts", params={"subject": "alice", "as_of": day})
+        assert answer.status_code == 200, answer.text
+        assert [item["id"] for item in answer.json()["items"]] == [expected], day
+    assert reader.get("/facts", params={"as_of": "2010-01-01"}).json()["items"] == []
+    every = records.list_facts(elephant, TENANT, subject="ALICE")
+    assert {fact.id for fact in every.items} == {berlin, lisbon, porto}
+    kinds = {fact.fact_type for fact in every.items}
+    assert len(kinds) == 1
+    (kind,) = kinds
+    assert records.list_facts(elephant, TENANT, subject="alice", fact_type=kind).total == 3
+    other = next(t for t in ("world", "experience", "inference") if t != kind)
+    assert records.list_facts(elephant, TENANT, subject="alice", fact_type=other).total == 0
+    assert records.list_facts(elephant, TENANT, subject="Bob").total == 0
+    refused = reader.get("/facts", params={"fact_type": "rumour"})
+    assert refused.status_code in (400, 422) and "fact_type" in refused.text
+    assert reader.get("/facts", params={"as_of": "not a date"}).status_code in (400, 422)

@@ -16,6 +16,7 @@ from app.api.params import Cursor
 from app.services import fact_history, records
 from app.services.auth import Principal
 from app.services.erasure import EraseIn, ErasureReport, erase
+from app.services.inputs import parse_instant
 from app.services.runtime import Elephant
 
 Limit = Annotated[int, Parameter(ge=1, le=records.MAX_LIMIT, description="1-200 per page.")]
@@ -131,6 +132,21 @@ class RecordsController(Controller):
         ] = None,
         source: Source = None,
         memory_id: Annotated[UUID | None, Parameter(description="Facts of this memory.")] = None,
+        subject: Annotated[
+            str | None,
+            Parameter(max_length=200, description="Facts about this subject (any case)."),
+        ] = None,
+        fact_type: Annotated[
+            records.FactType | None, Parameter(description="world, experience or inference.")
+        ] = None,
+        as_of: Annotated[
+            str | None,
+            Parameter(
+                max_length=100,
+                description="Facts true at this instant (not retracted), as search's as_of: "
+                "ISO 8601, a date, or '1:56 pm on 8 May, 2023'.",
+            ),
+        ] = None,
         limit: Limit = 50,
         offset: Offset = 0,
         cursor: Cursor = None,
@@ -141,6 +157,9 @@ class RecordsController(Controller):
             status=status,
             source=source,
             memory_id=memory_id,
+            subject=subject,
+            fact_type=fact_type,
+            as_of=parse_instant("as_of", as_of),
             limit=limit,
             offset=offset,
             cursor=cursor,

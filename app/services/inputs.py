@@ -155,6 +155,18 @@ def _range_message(shown: str) -> str:
 When = Annotated[datetime, BeforeValidator(parse_when)]
 """A date as ISO 8601 or '1:56 pm on 8 May, 2023', normalised to UTC and range-checked."""
 
+
+def parse_instant(name: str, value: str | None) -> datetime | None:
+    """A date or time sent in a URL (a query parameter, a console form) as parse_when reads
+    it; empty means none, anything unreadable is InvalidInput naming the field."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return parse_when(value.strip())
+    except ValueError as exc:
+        raise InvalidInput(f"{name}: {exc}") from None
+
+
 # ------------------------------------------------------------------ metadata
 
 

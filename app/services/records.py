@@ -192,13 +192,17 @@ def list_memories(
     return MemoryPage(items, total, offset, limit, *_next("memories", items, rows, params))
 
 
-def get_memory(elephant: Elephant, tenant: str, memory_id: UUID) -> MemoryRecord:
+def get_memory(
+    elephant: Elephant, tenant: str, memory_id: UUID, *, record_access: bool = True
+) -> MemoryRecord:
+    """``record_access`` False: looking, not using (the console), leaves its activation."""
     row = _one(
         elephant, tenant, f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.id = %s", memory_id
     )
     if row is None:
         raise NotFound(f"no memory with id {memory_id} in this tenant")
-    elephant.access.record(tenant, [str(memory_id)], [])  # a use: refreshes its activation
+    if record_access:
+        elephant.access.record(tenant, [str(memory_id)], [])  # a use: refreshes its activation
     return MemoryRecord(*row)
 
 
@@ -294,7 +298,12 @@ _ENTITIES = [f.name for f in fields(FactRecord)].index("entities")
 _FACT_FILTER = """
     WHERE (%(status)s::text IS NULL OR f.status = %(status)s)
       AND (%(source)s::text IS NULL OR f.source = %(source)s)
-      AND (%(memory_id)s::uuid IS NULL OR f.memory_id = %(memory_id)s)"""
+      AND (%(memory_id)s::uuid IS NULL OR f.memory_id = %(memory_id)s)
+      AND (%(subject)s::text IS NULL OR lower(f.subject) = lower(%(subject)s))
+      AND (%(fact_type)s::text IS NULL OR f.fact_type = %(fact_type)s)
+      AND (%(as_of)s::timestamptz IS NULL OR (f.status <> 'retracted'
+           AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
+           AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)))"""
 
 
 def list_facts(
@@ -304,16 +313,25 @@ def list_facts(
     status: FactStatus | None = None,
     source: str | None = None,
     memory_id: UUID | None = None,
+    subject: str | None = None,
+    fact_type: FactType | None = None,
+    as_of: datetime | None = None,
     limit: int = 50,
     offset: int = 0,
     cursor: str | None = None,
 ) -> FactPage:
-    """Newest first; superseded and retracted facts included unless ``status`` says."""
+    """Newest first; superseded and retracted facts included unless ``status`` says.
+    ``subject`` matches case-insensitively; ``as_of``: the facts true at that instant
+    (valid_from <= as_of < valid_to, an open end unbounded) and not retracted, as search's
+    as_of filter (sql/fact_filters.sql)."""
     _check_page(limit, offset, cursor)
     params = {
         "status": status,
         "source": source,
         "memory_id": memory_id,
+        "subject": subject,
+        "fact_type": fact_type,
+        "as_of": as_of,
         "limit": limit,
         "offset": offset,
         **_after("facts", cursor),
@@ -325,11 +343,15 @@ def list_facts(
     return FactPage(items, total, offset, limit, *_next("facts", items, rows, params))
 
 
-def get_fact(elephant: Elephant, tenant: str, fact_id: UUID) -> FactRecord:
+def get_fact(
+    elephant: Elephant, tenant: str, fact_id: UUID, *, record_access: bool = True
+) -> FactRecord:
+    """``record_access`` False: looking, not using (the console), leaves its activation."""
     row = _one(elephant, tenant, f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.id = %s", fact_id)
     if row is None:
         raise NotFound(f"no fact with id {fact_id} in this tenant")
-    elephant.access.record(tenant, [], [str(fact_id)])  # a use: refreshes its activation
+    if record_access:
+        elephant.access.record(tenant, [], [str(fact_id)])  # a use: refreshes its activation
     return _fact(row)
 
 

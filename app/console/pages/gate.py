@@ -16,6 +16,7 @@ from litestar.params import Parameter, PathParameter
 from litestar.response import Redirect, Template
 
 from app.api.access import CONSOLE_READ, CONSOLE_WRITE
+from app.console.forms import blank
 from app.console.render import access_of, page, query_string
 from app.errors import InvalidInput
 from app.services import admission, gate_log
@@ -23,10 +24,6 @@ from app.services.runtime import Elephant
 
 PAGE_SIZE = 25
 OUTCOMES = ("stored", "duplicate")
-
-
-def _blank(value: str | None) -> str | None:
-    return value.strip() or None if value is not None else None
 
 
 def _admitted_notice(
@@ -65,14 +62,14 @@ class GatePages(Controller):
         outcome: Annotated[str | None, Parameter(description="stored?")] = None,
         limit: Annotated[int, Parameter(description="Decisions a page, 1-200.")] = PAGE_SIZE,
     ) -> Template:
-        filters = {"decision": _blank(decision), "kind": _blank(kind)}
+        filters = {"decision": blank(decision), "kind": blank(kind)}
         found = gate_log.list_decisions(
             elephant,
             tenant,
             decision=filters["decision"],
             kind=filters["kind"],
             limit=limit,
-            cursor=_blank(cursor),
+            cursor=blank(cursor),
         )
         return page(
             request,
@@ -83,7 +80,7 @@ class GatePages(Controller):
             found=found,
             filters=filters,
             keep={**filters, "limit": None if limit == PAGE_SIZE else limit},
-            paged=_blank(cursor) is not None,
+            paged=blank(cursor) is not None,
             decisions=gate_log.DECISIONS,
             kinds=gate_log.KINDS,
             notice=_admitted_notice(admitted, memory, outcome),

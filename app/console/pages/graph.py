@@ -21,9 +21,10 @@ from litestar.params import Parameter
 from litestar.response import Template
 
 from app.api.access import CONSOLE_READ
+from app.console.forms import moment as parse_moment
 from app.console.graph_svg import STATUS_STYLE, draw
 from app.console.render import page
-from app.errors import InvalidInput, NotFound
+from app.errors import NotFound
 from app.services.graph import reads
 from app.services.graph.neighbourhood import (
     MAX_HOPS,
@@ -31,7 +32,6 @@ from app.services.graph.neighbourhood import (
     Node,
     entity_neighbourhood,
 )
-from app.services.inputs import parse_when
 from app.services.runtime import Elephant
 
 Show = Literal["valid", "all"]
@@ -61,15 +61,6 @@ def stop_of(positions: list[datetime | None], as_of: datetime | None, now: datet
         if (now if moment is None else moment) <= as_of:
             best = index
     return best
-
-
-def _as_of(value: str | None) -> datetime | None:
-    if value is None or not value.strip() or value.strip() == "now":
-        return None
-    try:
-        return parse_when(value.strip())
-    except ValueError as exc:
-        raise InvalidInput(f"as_of: {exc}") from None
 
 
 def graph_link(base: str, name: str, hops: int, show: str, as_of: datetime | None) -> str:
@@ -127,7 +118,7 @@ class GraphPages(Controller):
             context["entity_total"] = listing.total
             return page(request, "graph/index.html", title="Graph", active="graph", **context)
         every = show == "all"
-        asked = _as_of(as_of)
+        asked = parse_moment("as_of", as_of)
         try:
             view = entity_neighbourhood(elephant, tenant, name, hops=hops, as_of=asked, every=every)
         except NotFound as exc:

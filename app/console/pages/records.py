@@ -11,7 +11,6 @@ import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, cast, get_args
-from uuid import UUID
 
 from litestar import Controller, Request, get
 from litestar.di import NamedDependency
@@ -20,6 +19,7 @@ from litestar.response import Template
 from markupsafe import Markup
 
 from app.api.access import CONSOLE_READ
+from app.console.forms import blank, choice, moment, optional_uuid, required_uuid
 from app.console.render import page, when
 from app.errors import InvalidInput
 from app.services import fact_history, gate_log, records
@@ -29,6 +29,7 @@ from app.services.runtime import Elephant
 PAGE_SIZE = 25
 KINDS: tuple[str, ...] = get_args(records.MemoryKind)
 STATUSES: tuple[str, ...] = get_args(records.FactStatus)
+FACT_TYPES: tuple[str, ...] = get_args(records.FactType)
 
 Text = Annotated[str | None, Parameter(description="Filter; empty: any.")]
 Cursor = Annotated[str | None, Parameter(description="next page's cursor (none: the first).")]
@@ -40,35 +41,6 @@ def page_size(limit: int) -> int:
     if not 1 <= limit <= records.MAX_LIMIT:
         raise InvalidInput(f"limit: rows a page must be 1-{records.MAX_LIMIT}, got {limit}")
     return limit
-
-
-def _blank(value: str | None) -> str | None:
-    """A filter left empty in the form means no filter."""
-    return value.strip() or None if value is not None else None
-
-
-def _choice(name: str, value: str | None, allowed: tuple[str, ...]) -> str | None:
-    value = _blank(value)
-    if value is not None and value not in allowed:
-        raise InvalidInput(f"{name}: choose one of {', '.join(allowed)} (got {value!r})")
-    return value
-
-
-def _uuid(name: str, value: str | None) -> UUID | None:
-    value = _blank(value)
-    if value is None:
-        return None
-    try:
-        return UUID(value)
-    except ValueError:
-        raise InvalidInput(f"{name}: {value!r} is not an id (a uuid such as 0f8e…)") from None
-
-
-def _path_uuid(name: str, value: str) -> UUID:
-    found = _uuid(name, value)
-    if found is None:
-        raise InvalidInput(f"{name}: give its id (a uuid)")
-    return found
 
 
 def _keep(filters: dict[str, str | None], limit: int) -> dict[str, str | int | None]:
@@ -101,9 +73,9 @@ class RecordPages(Controller):
         limit: Limit = PAGE_SIZE,
     ) -> Template:
         filters = {
-            "kind": _choice("kind", kind, KINDS),
-            "source": _blank(source),
-            "conversation": _blank(conversation),
+            "kind": choice("kind", kind, KINDS),
+            "source": blank(source),
+            "conversation": blank(conversation),
         }
         found = records.list_memories(
             elephant,
@@ -112,7 +84,7 @@ class RecordPages(Controller):
             source=filters["source"],
             conversation=filters["conversation"],
             limit=page_size(limit),
-            cursor=_blank(cursor),
+            cursor=blank(cursor),
         )
         return page(
             request,
@@ -122,7 +94,7 @@ class RecordPages(Controller):
             found=found,
             filters=filters,
             keep=_keep(filters, limit),
-            paged=_blank(cursor) is not None,
+            paged=blank(cursor) is not None,
             kinds=KINDS,
         )
 
@@ -134,8 +106,8 @@ class RecordPages(Controller):
         elephant: NamedDependency[Elephant],
         memory_id: Annotated[str, PathParameter(description="The memory's id.")],
     ) -> Template:
-        ident = _path_uuid("memory", memory_id)
-        memory = records.get_memory(elephant, tenant, ident)
+        ident = required_uuid("memory", memory_id)
+        memory = records.get_memory(elephant, tenant, ident, record_access=False)
         facts = records.list_facts(elephant, tenant, memory_id=ident, limit=records.MAX_LIMIT)
         return page(
             request,
@@ -159,21 +131,37 @@ class RecordPages(Controller):
         ] = None,
         source: Text = None,
         memory: Text = None,
+        subject: Text = None,
+        type: Annotated[
+            str | None, Parameter(description="world, experience or inference.")
+        ] = None,
+        as_of: Annotated[str | None, Parameter(description="Facts true at this time.")] = None,
         cursor: Cursor = None,
         limit: Limit = PAGE_SIZE,
     ) -> Template:
-        chosen = _choice("status", status, STATUSES)
-        memory_id = _uuid("memory", memory)
+        chosen = choice("status", status, STATUSES)
+        fact_type = choice("type", type, FACT_TYPES)
+        memory_id = optional_uuid("memory", memory)
         found = records.list_facts(
             elephant,
             tenant,
             status=cast("records.FactStatus | None", chosen),
-            source=_blank(source),
+            source=blank(source),
             memory_id=memory_id,
+            subject=blank(subject),
+            fact_type=cast("records.FactType | None", fact_type),
+            as_of=moment("as_of", as_of),
             limit=page_size(limit),
-            cursor=_blank(cursor),
+            cursor=blank(cursor),
         )
-        filters = {"status": chosen, "source": _blank(source), "memory": _blank(memory)}
+        filters = {
+            "status": chosen,
+            "source": blank(source),
+            "memory": blank(memory),
+            "subject": blank(subject),
+            "type": fact_type,
+            "as_of": blank(as_of),
+        }
         return page(
             request,
             "records/facts.html",
@@ -182,8 +170,9 @@ class RecordPages(Controller):
             found=found,
             filters=filters,
             keep=_keep(filters, limit),
-            paged=_blank(cursor) is not None,
+            paged=blank(cursor) is not None,
             statuses=STATUSES,
+            fact_types=FACT_TYPES,
         )
 
     @get("/facts/{fact_id:str}", opt=CONSOLE_READ, sync_to_thread=True)
@@ -194,7 +183,7 @@ class RecordPages(Controller):
         elephant: NamedDependency[Elephant],
         fact_id: Annotated[str, PathParameter(description="The fact's id.")],
     ) -> Template:
-        ident = _path_uuid("fact", fact_id)
+        ident = required_uuid("fact", fact_id)
         found = fact_history.history(elephant, tenant, ident)
         # the judgement behind each step of the chain, by (older, newer)
         links = {(c.older_id, c.newer_id): c for c in found.contradictions}
