@@ -168,6 +168,9 @@ class GateDecision:
     created_at: datetime
     rejected_text: str | None
     admittable: bool
+    conversation_id: str | None = None  # a window's conversation and turns
+    turn_start: int | None = None
+    turn_end: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -160,6 +160,12 @@ def test_a_rejected_window_keeps_its_text_but_is_not_admitted_alone(
     (window,) = page["items"]
     assert window["decision"] == "rejected" and window["admittable"] is False
     assert window["rejected_text"] and "Ann" in window["rejected_text"]
+    conversation = result.json()["conversation_id"]
+    assert (window["conversation_id"], window["turn_start"], window["turn_end"]) == (
+        conversation,
+        0,
+        len(turns) - 1,
+    ), "the log names the window's conversation and turns"
     refused = client.post(f"/amac/decisions/{window['id']}/admit", headers=headers)
     assert refused.status_code == 422 and "window" in refused.json()["message"]
 

@@ -18,7 +18,7 @@ the transcript shows the window (GET /conversations/{id}).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -56,6 +56,9 @@ class GateDecision:
     created_at: datetime
     rejected_text: str | None
     admittable: bool
+    conversation_id: str | None = None  # a window's conversation and turns (migration 0011)
+    turn_start: int | None = None
+    turn_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,17 +89,24 @@ class Admission:
 
 _COLUMNS = """
     id, decision, kind, source, memory_id::text, text_preview, relevance, novelty,
-    specificity, composite, threshold, reason, scorer, created_at, rejected_text"""
+    specificity, composite, threshold, reason, scorer, created_at, rejected_text,
+    conversation_id::text, turn_start, turn_end"""
+_ROW_FIELDS = [f.name for f in fields(GateDecision) if f.name != "admittable"]  # _COLUMNS
 _FILTER = """
     WHERE (%(decision)s::text IS NULL OR decision = %(decision)s)
       AND (%(kind)s::text IS NULL OR kind = %(kind)s)"""
 
 
 def _decision(row: tuple[Any, ...]) -> GateDecision:
-    values = list(row)
-    values[6:11] = [None if v is None else round(float(v), 3) for v in values[6:11]]
-    admittable = values[1] == "rejected" and values[2] == "note" and values[14] is not None
-    return GateDecision(*[*values, admittable])
+    values = dict(zip(_ROW_FIELDS, row, strict=True))
+    for score in ("relevance", "novelty", "specificity", "composite", "threshold"):
+        values[score] = None if values[score] is None else round(float(values[score]), 3)
+    admittable = (
+        values["decision"] == "rejected"
+        and values["kind"] == "note"
+        and values["rejected_text"] is not None
+    )
+    return GateDecision(**values, admittable=admittable)
 
 
 def _check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
