@@ -271,6 +271,14 @@ def _summary(series: Sequence[Series], labels: Sequence[str], unit: str) -> str:
 # ---------------------------------------------------------------- charts
 
 
+def _series_group(name: str, marks: Sequence[Markup]) -> Markup:
+    return (
+        Markup('<g class="series" data-series="{name}">').format(name=name)
+        + Markup("").join(marks)
+        + Markup("</g>")
+    )
+
+
 def line_chart(
     labels: Sequence[str],
     series: Sequence[Series],
@@ -345,11 +353,7 @@ def line_chart(
                     unit=f" {unit}" if unit else "",
                 )
             )
-        parts.append(
-            Markup('<g class="series" data-series="{name}">').format(name=one.name)
-            + Markup("").join(marks)
-            + Markup("</g>")
-        )
+        parts.append(_series_group(one.name, marks))
     parts.append(Markup("</svg>"))
     return Markup("").join(parts)
 
@@ -424,11 +428,7 @@ def bar_chart(
                     unit=f" {unit}" if unit else "",
                 )
             )
-        parts.append(
-            Markup('<g class="series" data-series="{name}">').format(name=one.name)
-            + Markup("").join(marks)
-            + Markup("</g>")
-        )
+        parts.append(_series_group(one.name, marks))
     parts.append(Markup("</svg>"))
     return Markup("").join(parts)
 
