@@ -256,3 +256,42 @@ def test_every_console_route_checks_the_session_and_the_scope(
                     assert status not in (401, 403), (holder, method, path, status)
                 else:
                     assert status == 403, (holder, method, path, status)
+
+
+def test_behind_a_tls_proxy_the_cookie_is_secure_and_a_key_without_read_gets_no_session(
+    console_site: ConsoleSite, elephant: Elephant
+) -> None:
+    from app.services.keys import KeyIn, create_key
+
+    key = console_site.keys["read"]
+    with _client(console_site) as client:
+        # uvicorn trusts X-Forwarded-Proto from loopback, as from a TLS proxy beside it
+        answer = client.post(
+            "/ui/login",
+            data={"key": key, "next": ""},
+            headers={"X-Forwarded-Proto": "https"},
+        )
+        assert answer.status_code == 303
+        assert "secure" in answer.headers["set-cookie"].lower()
+    writer = create_key(elephant.db, KeyIn(tenant="console", scopes=["write"], name="w")).key
+    with _client(console_site) as client:
+        refused = client.post("/ui/login", data={"key": writer, "next": ""})
+        assert refused.status_code == 403
+        assert "needs a key with the 'read' scope" in html.unescape(refused.text)
+        assert "set-cookie" not in refused.headers
+
+
+def test_the_console_can_be_switched_off(settings: Settings, elephant: Elephant) -> None:
+    off = make_settings(
+        settings.data_dir,
+        embedded={"database": settings.embedded.database},
+        console={"enabled": False},
+    )
+    with (
+        serve_in_thread(create_app(off, elephant)) as url,
+        httpx.Client(base_url=url, timeout=30) as client,
+    ):
+        answer = client.get("/ui/login")
+        assert answer.status_code == 404
+        assert answer.json()["error"] == "not_found"
+        assert client.get("/health").status_code in (200, 503)
