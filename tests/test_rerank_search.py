@@ -7,8 +7,10 @@ fused order (saying so in explain) when the service is down, slow or failing.
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -109,10 +111,36 @@ def test_reranker_down_falls_back_to_the_fused_order(seeded: Elephant) -> None:
     down.close_providers()
 
 
+@pytest.fixture
+def silent_url() -> Iterator[str]:
+    """A server on 127.0.0.1 that takes connections and never answers: a reranker that is
+    slow for sure (a tiny timeout against the real one loses the race on a fast machine)."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join(timeout=5)
+    for connection in held:
+        connection.close()
+    listener.close()
+
+
 def test_slow_reranker_times_out_and_search_still_answers(
-    seeded: Elephant, reranker_url: str
+    seeded: Elephant, silent_url: str
 ) -> None:
-    slow = elephant_with(seeded, url=reranker_url, timeout_s=0.0005)
+    slow = elephant_with(seeded, url=silent_url, timeout_s=0.3)
     result = search(slow, T, SearchRequest(query="Ola bees honey", limit=2, explain=True))
     assert len(result.hits) == 2
     assert result.explain is not None and result.explain.reranker.used is False
