@@ -241,3 +241,23 @@ def test_graph_benchmark_smoke(tmp_path: Path) -> None:
         assert measured["search_nodes"]["exact_name"]["total_matched_median"] >= 1
     assert "| neighbourhood_hops2_limit50_ms" in result.stdout
     assert "relational p50" in result.stdout
+
+
+def test_console_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("console", tmp_path, 240)
+    assert report["conversations"] == 1 and report["requests"] == 3
+    tenant = report["tenant"]
+    for part in ("memories", "facts", "turns", "windows"):
+        assert tenant[part] > 0, (part, tenant)
+    assert tenant["gate_rejected"] > 0, tenant
+    assert number(report["ingest_s"]) > 0 and report["cpus"] >= 1
+    pages = {
+        "overview", "search", "memories", "memory", "facts", "facts_subject", "fact_timeline",
+        "gate", "graph", "conversations", "conversation", "handoffs",
+    }  # fmt: skip
+    assert set(report["pages"]) == pages, report["pages"].keys()
+    for name, row in report["pages"].items():
+        assert row["n"] == 3, (name, row)
+        assert number(row["p50_ms"]) > 0 and row["p95_ms"] >= row["p50_ms"], (name, row)
+        assert number(row["kb"]) > 0, (name, row)
+    assert "p50 ms" in result.stdout
