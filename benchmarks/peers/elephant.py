@@ -1,0 +1,220 @@
+"""Elephant itself, as a user runs it: in process (the search service on the embedded
+Postgres) and end to end over HTTP (the REST API on uvicorn, one keep-alive client).
+
+Elephant does not store the runner's windows: it ingests the LoCoMo conversations
+through its own write path (commit_conversation: windows, gate, dedup, then fact
+extraction with the offline extractor and the graph), so it is given the conversations
+(``ingest_conversations``) and its hits are its own windows and facts, scored by their
+source turns. At scale it gets the synthetic corpus by benchmarks/scale.py's bulk load
+(memories, passages and facts, as the scale benchmark measures). Every vector the run
+computed is handed over through an embedder that looks texts up; what it was not given
+(extracted facts, entity names) the real model embeds, and that time is left out of
+ingest as the issue asks.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import uvicorn
+
+from app import __version__
+from app.api import create_app
+from app.config import Settings
+from app.providers.embedder import Embedder, LocalEmbedder
+from app.services import ingest as ingest_service
+from app.services.jobs import drain
+from app.services.runtime import Elephant
+from app.services.search import SearchRequest, search
+from benchmarks.common import free_port
+from benchmarks.locomo import turn_ids
+from benchmarks.peers.base import Capabilities, Doc, Hit, Vector
+
+CAPABILITIES = Capabilities(
+    hybrid="yes: dense windows + dense facts + BM25 + graph lanes, RRF in one SQL statement",
+    filters="yes: source, kind, created/event ranges, as-of, in SQL",
+    transactions="yes: PostgreSQL transactions (a commit is atomic)",
+    isolation="yes: row-level security per tenant (and API keys bound to tenants)",
+    temporal="yes: bi-temporal facts, contradictions close old facts in time",
+    graph="yes: entity graph (Apache AGE or relational) as a search lane",
+)
+
+
+class CachedEmbedder:
+    """The run's vectors for the texts it computed; anything else goes to the real model,
+    whose time is counted (``model_seconds``) so that ingest can leave it out."""
+
+    def __init__(self, vectors: dict[str, Vector], model: Embedder) -> None:
+        self.vectors = vectors
+        self.model = model
+        self.model_name = model.model_name
+        self.dim = model.dim
+        self.model_seconds = 0.0
+
+    def embed_documents(self, texts: Sequence[str]) -> Any:
+        return self._embed(texts, self.model.embed_documents)
+
+    def embed_queries(self, texts: Sequence[str]) -> Any:
+        return self._embed(texts, self.model.embed_queries)
+
+    def _embed(self, texts: Sequence[str], compute: Any) -> Any:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        missing = [i for i, text in enumerate(texts) if text not in self.vectors]
+        if missing:
+            started = time.perf_counter()
+            computed = compute([texts[i] for i in missing])
+            self.model_seconds += time.perf_counter() - started
+            for row, i in enumerate(missing):
+                out[i] = computed[row]
+        for i, text in enumerate(texts):
+            if text in self.vectors:
+                out[i] = self.vectors[text]
+        return out
+
+
+class ElephantPeer:
+    """The search service in process: what an application embedding Elephant calls."""
+
+    name = "elephant"
+    shares_data_with: str | None = None
+
+    def __init__(self, vectors: dict[str, Vector]) -> None:
+        self.embedder = CachedEmbedder(vectors, LocalEmbedder(Settings().embedding))
+        self.elephant: Elephant | None = None
+        self.embedding_seconds = 0.0  # model time spent inside the last ingest
+
+    def version(self) -> str:
+        return f"elephant {__version__} (embedded PostgreSQL 18, pgvector, AGE, pg_textsearch)"
+
+    def settings(self) -> dict[str, Any]:
+        assert self.elephant is not None
+        search_settings = self.elephant.settings.search
+        return {
+            "search": "default settings: fused lanes (windows 45, facts 15, keyword 10 per "
+            "variant, graph), RRF k=60, expansion off, no reranker, no LLM",
+            "rrf_k": search_settings.rrf_k,
+            "ingest": "commit_conversation (5/2 windows, gate, dedup) + offline fact "
+            "extraction drained; at scale: benchmarks/scale.py bulk load",
+            "storage": "embedded PostgreSQL in the run's work dir",
+        }
+
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES
+
+    def open(self, workdir: Path) -> None:
+        settings = Settings.model_validate(
+            {"data_dir": str(workdir), "log": {"level": "WARNING"}, "worker": {"enabled": False}}
+        )
+        self.elephant = Elephant.open(settings, embedder=self.embedder, use_llm_from_settings=False)
+
+    def ingest_conversations(self, items: list[ingest_service.Item]) -> None:
+        """The LoCoMo sessions through the write path, then every extraction job."""
+        assert self.elephant is not None
+        before = self.embedder.model_seconds
+        ingest_service.ingest(self.elephant, items)
+        drain(self.elephant)
+        self.embedding_seconds = self.embedder.model_seconds - before
+
+    def ingest(self, docs: list[Doc]) -> None:
+        raise NotImplementedError("Elephant ingests conversations or a scale corpus")
+
+    def ingest_corpus(self, corpus: Any) -> None:
+        """A benchmarks/scale.py corpus by its bulk load (COPY, then the indexes)."""
+        from benchmarks.scale import bulk_load
+
+        assert self.elephant is not None
+        bulk_load(self.elephant.db, corpus)
+
+    def search(self, tenant: str, query: str, vector: Vector, k: int) -> list[Hit]:
+        assert self.elephant is not None
+        self.embedder.vectors.setdefault(query, vector)
+        request = SearchRequest(query=query, limit=k)
+        result = search(self.elephant, tenant, request)
+        return [Hit(hit.id, turn_ids(hit.source_turn_ids or [])) for hit in result.hits]
+
+    def close(self) -> None:
+        if self.elephant is not None:
+            self.elephant.close()
+            self.elephant = None
+
+
+class ElephantHTTPPeer:
+    """The same database through the REST API: POST /search on uvicorn, JSON both ways."""
+
+    name = "elephant_http"
+    shares_data_with: str | None = "elephant"
+
+    def __init__(self, inner: ElephantPeer) -> None:
+        self.inner = inner
+        self.server: uvicorn.Server | None = None
+        self.thread: threading.Thread | None = None
+        self.client: httpx.Client | None = None
+
+    def version(self) -> str:
+        return self.inner.version() + " over HTTP (Litestar on uvicorn)"
+
+    def settings(self) -> dict[str, Any]:
+        return {
+            **self.inner.settings(),
+            "transport": "POST /search, JSON, one keep-alive httpx client, auth.mode local",
+        }
+
+    def capabilities(self) -> Capabilities:
+        return CAPABILITIES
+
+    def open(self, workdir: Path) -> None:
+        """Serve the in-process peer's runtime (open it first)."""
+        elephant = self.inner.elephant
+        assert elephant is not None, "open the in-process peer first"
+        local = elephant.settings.model_copy(
+            update={"auth": elephant.settings.auth.model_copy(update={"mode": "local"})}
+        )
+        port = free_port()
+        config = uvicorn.Config(
+            create_app(local, elephant), host="127.0.0.1", port=port, log_level="warning"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.05)
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+
+    def ingest(self, docs: list[Doc]) -> None:
+        raise NotImplementedError("shares the in-process peer's database")
+
+    def search(self, tenant: str, query: str, vector: Vector, k: int) -> list[Hit]:
+        assert self.client is not None
+        self.inner.embedder.vectors.setdefault(query, vector)
+        answer = self.client.post(
+            "/search",
+            json={"query": query, "limit": k},
+            headers={"X-Elephant-Tenant": tenant},
+        )
+        answer.raise_for_status()
+        return [
+            Hit(str(hit["id"]), turn_ids(hit.get("source_turn_ids") or []))
+            for hit in answer.json()["results"]
+        ]
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.server is not None and self.thread is not None:
+            self.server.should_exit = True
+            self.thread.join(timeout=15)
+        self.server = self.thread = self.client = None
+
+
+def make(vectors: dict[str, Vector]) -> list[Any]:
+    inner = ElephantPeer(vectors)
+    return [inner, ElephantHTTPPeer(inner)]
