@@ -70,6 +70,7 @@ from benchmarks.scale import TENANT as SCALE_TENANT
 PEERS = ("elephant", "elephant_http", "mem0", "mcp_memory_service", "chroma", "lancedb")
 PEERS += ("qdrant", "seeds")
 KS = (1, 5, 10, 60)
+INSTALL_HINT = "`make peers` installs it into .venv-peers: run this with .venv-peers/bin/python"
 K = 60
 WINDOW, STRIDE = 5, 2
 
@@ -188,10 +189,13 @@ def make_peers(names: list[str], vectors: dict[str, Vector]) -> tuple[list[Peer]
             module = importlib.import_module(f"benchmarks.peers.{module_name}")
             found = module.make(vectors) if module_name == "elephant" else module.make()
         except Unavailable as exc:
-            missing.append(Outcome(module_name, False, reason=str(exc)))
+            reason = str(exc)
+            if "import" in reason or "install" in reason:
+                reason += f" ({INSTALL_HINT})"
+            missing.append(Outcome(module_name, False, reason=reason))
             continue
         except ImportError as exc:
-            reason = f"not installed ({exc}): run `make peers`"
+            reason = f"not installed ({exc}): {INSTALL_HINT}"
             missing.append(Outcome(module_name, False, reason=reason))
             continue
         made += [peer for peer in found if peer.name in names]

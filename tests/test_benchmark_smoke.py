@@ -261,3 +261,28 @@ def test_console_benchmark_smoke(tmp_path: Path) -> None:
         assert number(row["p50_ms"]) > 0 and row["p95_ms"] >= row["p50_ms"], (name, row)
         assert number(row["kb"]) > 0, (name, row)
     assert "p50 ms" in result.stdout
+
+
+def test_peers_benchmark_smoke(tmp_path: Path) -> None:
+    """The product venv has none of the peers (make peers puts them in .venv-peers): each is
+    reported with the reason, never dropped, and Elephant is measured in process and over
+    HTTP, on LoCoMo and on a synthetic size."""
+    result, report = run_smoke(
+        "peers", tmp_path, 300, "--peers", "elephant,elephant_http,chroma", "--cache",
+        str(tmp_path / "cache"),
+    )  # fmt: skip
+    systems = {system["name"]: system for system in report["systems"]}
+    assert set(systems) == {"elephant", "elephant_http", "chroma"}, systems.keys()
+    assert systems["chroma"]["available"] is False
+    assert "make peers" in systems["chroma"]["reason"], systems["chroma"]
+    for name in ("elephant", "elephant_http"):
+        system = systems[name]
+        assert system["available"] is True, system
+        assert 0 <= number(system["recall"]["recall@10"]) <= 1
+        assert number(system["locomo_ms"]["p50_ms"]) > 0
+        assert number(system["scale"]["500"]["p50_ms"]) > 0, system["scale"]
+        assert system["capabilities"]["isolation"].startswith("yes")
+    assert number(systems["elephant"]["ingest_s"]) >= 0
+    assert report["windows"] == {"size": 5, "stride": 2, "count": report["windows"]["count"]}
+    assert "highest recall@10" in report["targets"]
+    assert "unavailable" in result.stdout
