@@ -199,7 +199,10 @@ def make_peers(names: list[str], vectors: dict[str, Vector]) -> tuple[list[Peer]
             reason = f"not installed ({exc}): {INSTALL_HINT}"
             missing.append(Outcome(module_name, False, reason=reason))
             continue
-        made += [peer for peer in found if peer.name in names]
+        # a variant the list does not name (lancedb-ivfpq) comes with its module
+        made += [
+            p for p in found if p.name in names or (p.name not in PEERS and module_name in names)
+        ]
     return made, missing
 
 
