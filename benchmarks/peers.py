@@ -251,25 +251,40 @@ def run_locomo(peer: Peer, data: LoCoMo, work: Path, row: Outcome) -> None:
     row.locomo_ms = percentiles(times, 3)
 
 
-def run_scale(peer: Peer, data: Synthetic, work: Path) -> dict[str, Any]:
+def search_times(peer: Peer, data: Synthetic) -> dict[str, float]:
+    for text, vector in data.queries[:3]:  # warm up
+        peer.search(SCALE_TENANT, text, vector, 10)
+    times = [
+        timed(lambda t=text, v=vector: peer.search(SCALE_TENANT, t, v, 10))[1]
+        for text, vector in data.queries
+    ]
+    return percentiles(times, 3)
+
+
+def run_scale(
+    peer: Peer, data: Synthetic, work: Path, sharers: list[Peer]
+) -> dict[str, dict[str, Any]]:
+    """The peer's row at this size, and those of the peers that serve its data (Elephant
+    over HTTP), measured on the same store while it is open."""
     limit = getattr(peer, "max_docs", None)
     if limit is not None and data.size > limit:
-        return {"skipped": getattr(peer, "max_docs_reason", f"over {limit} documents")}
+        return {peer.name: {"skipped": getattr(peer, "max_docs_reason", f"over {limit}")}}
     peer.open(work)
     try:
         if hasattr(peer, "ingest_corpus"):
             _, seconds = timed(lambda: peer.ingest_corpus(data.corpus))  # type: ignore[attr-defined]
         else:
             _, seconds = timed(lambda: peer.ingest(data.docs))
-        for text, vector in data.queries[:3]:
-            peer.search(SCALE_TENANT, text, vector, 10)
-        times = [
-            timed(lambda t=text, v=vector: peer.search(SCALE_TENANT, t, v, 10))[1]
-            for text, vector in data.queries
-        ]
+        found = {peer.name: {"ingest_s": round(seconds, 2), **search_times(peer, data)}}
+        for sharer in sharers:
+            sharer.open(work)
+            try:
+                found[sharer.name] = {"ingest_s": None, **search_times(sharer, data)}
+            finally:
+                sharer.close()
     finally:
         peer.close()
-    return {"ingest_s": round(seconds, 2), **percentiles(times, 3)}
+    return found
 
 
 # ---------------------------------------------------------------- report
@@ -278,7 +293,7 @@ def run_scale(peer: Peer, data: Synthetic, work: Path) -> dict[str, Any]:
 def print_table(rows: list[Outcome], sizes: list[int]) -> None:
     head = f"{'system':<20} {'ingest s':>9} {'R@1':>6} {'R@5':>6} {'R@10':>6} {'R@60':>6}"
     head += f" {'LoCoMo p50/p95 ms':>18}"
-    head += "".join(f" {f'{size // 1000}k p50/p95 ms':>18}" for size in sizes)
+    head += "".join(f" {f'{size_label(size)} p50/p95 ms':>18}" for size in sizes)
     print(head)
     for row in rows:
         if not row.available:
@@ -296,6 +311,10 @@ def print_table(rows: list[Outcome], sizes: list[int]) -> None:
     for row in rows:
         if row.available:
             print(f"  {row.name}: " + "; ".join(f"{k}: {v}" for k, v in row.capabilities.items()))
+
+
+def size_label(size: int) -> str:
+    return f"{size // 1000}k" if size >= 1000 and size % 1000 == 0 else str(size)
 
 
 def _ms(cell: dict[str, Any]) -> str:
@@ -439,7 +458,7 @@ def main() -> None:
                     row.capabilities = vars(peer.capabilities())
                 except Exception as exc:  # noqa: BLE001 (a peer's failure is its row, not the run's)
                     row.available, row.reason = False, f"failed: {type(exc).__name__}: {exc}"
-                print(f"   ingest {row.ingest_s} s, {row.recall}, {row.locomo_ms}")
+                print(f"   ingest {row.ingest_s} s, {row.recall}, {row.locomo_ms}", flush=True)
                 if shared is None:
                     stack.callback(peer.close)
                 else:
@@ -449,18 +468,22 @@ def main() -> None:
             print(f"\n== synthetic {size}: {len(corpus.docs)} memories, {queries} queries")
             for peer in ordered:
                 row = runs[peer.name]
-                if not row.available:
+                if not row.available or getattr(peer, "shares_data_with", None) is not None:
                     continue
-                shared = getattr(peer, "shares_data_with", None)
+                sharers = [
+                    p
+                    for p in ordered
+                    if getattr(p, "shares_data_with", None) == peer.name and runs[p.name].available
+                ]
                 try:
-                    if shared is not None:
-                        row.scale[str(size)] = run_shared_scale(peer, runs, corpus, root, size)
-                    else:
-                        with workdir(root, f"{peer.name}-{size}") as work:
-                            row.scale[str(size)] = run_scale(peer, corpus, work)
+                    with workdir(root, f"{peer.name}-{size}") as work:
+                        cells = run_scale(peer, corpus, work, sharers)
                 except Exception as exc:  # noqa: BLE001
-                    row.scale[str(size)] = {"skipped": f"failed: {type(exc).__name__}: {exc}"}
-                print(f"   {peer.name}: {row.scale[str(size)]}")
+                    failed = {"skipped": f"failed: {type(exc).__name__}: {exc}"}
+                    cells = {p.name: failed for p in [peer, *sharers]}
+                for name, cell in cells.items():
+                    runs[name].scale[str(size)] = cell
+                    print(f"   {name}: {cell}", flush=True)
 
     rows = list(runs.values()) + rows
     print()
@@ -488,33 +511,6 @@ def main() -> None:
     }
     args.out.write_text(json.dumps(report, indent=2, default=str))
     print(f"\nwrote {args.out} and {picture} in {report['seconds']} s")
-
-
-def run_shared_scale(
-    peer: Peer, runs: dict[str, Outcome], corpus: Synthetic, root: Path, size: int
-) -> dict[str, Any]:
-    """A peer that serves another's data (Elephant over HTTP) is timed on the scale corpus
-    the other loads into a fresh database for it."""
-    from benchmarks.peers.elephant import ElephantHTTPPeer
-
-    assert isinstance(peer, ElephantHTTPPeer)
-    with workdir(root, f"{peer.name}-{size}") as work:
-        peer.inner.open(work)
-        try:
-            _, seconds = timed(lambda: peer.inner.ingest_corpus(corpus.corpus))
-            peer.open(work)
-            try:
-                for text, vector in corpus.queries[:3]:
-                    peer.search(SCALE_TENANT, text, vector, 10)
-                times = [
-                    timed(lambda t=text, v=vector: peer.search(SCALE_TENANT, t, v, 10))[1]
-                    for text, vector in corpus.queries
-                ]
-            finally:
-                peer.close()
-        finally:
-            peer.inner.close()
-    return {"ingest_s": round(seconds, 2), **percentiles(times, 3)}
 
 
 if __name__ == "__main__":
