@@ -53,12 +53,12 @@ class SeedsPeer:
     """Qdrant holds the vectors, FTS5 the text; every document is written to both."""
 
     name = "seeds"
-    # qdrant-client's local mode is pure Python: each point committed on its own (20k took
-    # 3.5 minutes here) and every search a brute-force scan, so 100k is left to Qdrant Edge.
+    # qdrant-client's local mode is pure Python (point-by-point commits, brute-force
+    # search; the client warns against it past 20,000 points): 100k is Qdrant Edge's.
     max_docs = 20_000
     max_docs_reason = (
-        "not loaded: qdrant-client's local mode commits point by point (20k took about "
-        "3.5 minutes here) and searches by brute force in Python (200 ms at 20k); see qdrant_edge"
+        "measured to 20k only: qdrant-client's local mode is pure Python (brute-force "
+        "search, point-by-point commits) and warns past 20,000 points; see qdrant_edge"
     )
 
     def __init__(self) -> None:
