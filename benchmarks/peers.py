@@ -239,6 +239,7 @@ def run_locomo(peer: Peer, data: LoCoMo, work: Path, row: Outcome) -> None:
         peer.search(question.tenant, question.question, data.vectors[question.question], K)
     ranks: list[int | None] = []
     times: list[float] = []
+    sql = sql_times(peer)
     for question in data.questions:
         vector = data.vectors[question.question]
         hits, seconds = timed(lambda q=question, v=vector: peer.search(q.tenant, q.question, v, K))
@@ -248,17 +249,34 @@ def run_locomo(peer: Peer, data: LoCoMo, work: Path, row: Outcome) -> None:
         f"recall@{k}": round(sum(1 for r in ranks if r is not None and r <= k) / len(ranks), 4)
         for k in KS
     }
-    row.locomo_ms = percentiles(times, 3)
+    row.locomo_ms = {**percentiles(times, 3), **sql_percentiles(sql)}
 
 
 def search_times(peer: Peer, data: Synthetic) -> dict[str, float]:
     for text, vector in data.queries[:3]:  # warm up
         peer.search(SCALE_TENANT, text, vector, 10)
+    sql = sql_times(peer)
     times = [
         timed(lambda t=text, v=vector: peer.search(SCALE_TENANT, t, v, 10))[1]
         for text, vector in data.queries
     ]
-    return percentiles(times, 3)
+    return {**percentiles(times, 3), **sql_percentiles(sql)}
+
+
+def sql_times(peer: Peer) -> list[float] | None:
+    """Elephant reports its SQL statement's time per search (explain): emptied, then filled
+    by the searches that follow."""
+    found = getattr(peer, "sql_ms", None)
+    if isinstance(found, list):
+        found.clear()
+    return found
+
+
+def sql_percentiles(times: list[float] | None) -> dict[str, float]:
+    if not times:
+        return {}
+    cell = percentiles(times, 3)
+    return {"sql_p50_ms": cell["p50_ms"], "sql_p95_ms": cell["p95_ms"]}
 
 
 def run_scale(
@@ -361,9 +379,12 @@ def targets(rows: list[Outcome], sizes: list[int]) -> dict[str, Any]:
         }
         if hybrid:
             fastest = min(hybrid, key=lambda name: hybrid[name])
+            cell = own.scale[big]
+            sql_p50 = cell.get("sql_p50_ms", cell["p50_ms"])  # the statement, as the issue says
             found[f"SQL search within 3x of the fastest in-process hybrid store at {big}"] = {
-                "met": own.scale[big]["p50_ms"] <= 3 * hybrid[fastest],
-                "elephant_p50_ms": own.scale[big]["p50_ms"],
+                "met": sql_p50 <= 3 * hybrid[fastest],
+                "elephant_sql_p50_ms": sql_p50,
+                "elephant_search_p50_ms": cell["p50_ms"],
                 "fastest": fastest,
                 "fastest_p50_ms": hybrid[fastest],
             }

@@ -88,6 +88,7 @@ class ElephantPeer:
         self.embedder = CachedEmbedder(vectors, LocalEmbedder(Settings().embedding))
         self.elephant: Elephant | None = None
         self.embedding_seconds = 0.0  # model time spent inside the last ingest
+        self.sql_ms: list[float] = []  # seconds of the SQL statement, per search (explain)
 
     def version(self) -> str:
         return f"elephant {__version__} (embedded PostgreSQL 18, pgvector, AGE, pg_textsearch)"
@@ -134,8 +135,10 @@ class ElephantPeer:
     def search(self, tenant: str, query: str, vector: Vector, k: int) -> list[Hit]:
         assert self.elephant is not None
         self.embedder.vectors.setdefault(query, vector)
-        request = SearchRequest(query=query, limit=k)
+        request = SearchRequest(query=query, limit=k, explain=True)  # for the SQL time
         result = search(self.elephant, tenant, request)
+        if result.explain is not None:
+            self.sql_ms.append(result.explain.timings_ms.sql / 1000)
         return [Hit(hit.id, turn_ids(hit.source_turn_ids or [])) for hit in result.hits]
 
     def close(self) -> None:
