@@ -88,7 +88,7 @@ fact_lane AS (
     SELECT q.variant, hit.id, hit.rank
     FROM q
     CROSS JOIN LATERAL (
-        SELECT ranked.id, row_number() OVER (ORDER BY ranked.distance) AS rank
+        SELECT ranked.id, row_number() OVER (ORDER BY ranked.distance, ranked.id) AS rank
         FROM (
             SELECT f.id, f.embedding <=> q.embedding AS distance
             FROM facts AS f
@@ -123,12 +123,13 @@ graph_lane AS (
     -- Nearest first, at most three facts per neighbour, so one busy neighbour
     -- cannot fill the lane.
     SELECT 1::bigint AS variant, per_fact.id,
-           row_number() OVER (ORDER BY per_fact.distance) AS rank
+           row_number() OVER (ORDER BY per_fact.distance, per_fact.id) AS rank
     FROM (
         SELECT per_entity.id, min(per_entity.distance) AS distance
         FROM (
             SELECT d.id, d.distance,
-                   row_number() OVER (PARTITION BY d.entity_key ORDER BY d.distance) AS entity_rank
+                   row_number() OVER (PARTITION BY d.entity_key ORDER BY d.distance, d.id)
+                       AS entity_rank
             FROM (
                 SELECT g.entity_key, g.id, g.embedding <=> q.embedding AS distance
                 FROM graph_facts AS g
@@ -139,7 +140,7 @@ graph_lane AS (
         WHERE per_entity.entity_rank <= 3
         GROUP BY per_entity.id
     ) AS per_fact
-    ORDER BY per_fact.distance
+    ORDER BY per_fact.distance, per_fact.id
     LIMIT %(graph)s
 ),
 preference_lane AS (

@@ -15,7 +15,7 @@
     SELECT q.variant, hit.item, hit.id, hit.rank
     FROM q
     CROSS JOIN LATERAL (
-        SELECT 'memory'::text AS item, ranked.id, row_number() OVER (ORDER BY ranked.score) AS rank
+        SELECT 'memory'::text AS item, ranked.id, row_number() OVER (ORDER BY ranked.score, ranked.id) AS rank
         FROM (
             SELECT m.id, m.text <@> to_bm25query(q.query, 'memories_text_bm25') AS score
             FROM memories AS m
@@ -25,7 +25,7 @@
             LIMIT %(keyword_memories)s
         ) AS ranked
         UNION ALL
-        SELECT 'fact'::text, ranked.id, row_number() OVER (ORDER BY ranked.score)
+        SELECT 'fact'::text, ranked.id, row_number() OVER (ORDER BY ranked.score, ranked.id)
         FROM (
             SELECT f.id, f.text <@> to_bm25query(q.query, 'facts_text_bm25') AS score
             FROM facts AS f
