@@ -9,10 +9,11 @@ to build/test-artifacts/console/ (ELEPHANT_TEST_ARTIFACTS), never into git.
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,3 +146,21 @@ def csrf_of(client: httpx.Client, path: str) -> str:
     found = CSRF_INPUT.search(page.text)
     assert found is not None, f"no CSRF input on {path}"
     return found.group(1)
+
+
+def follow(driver: Any, action: Callable[[], None], css: str) -> Any:
+    """Do ``action`` (a click that loads a page) and wait for the new page's ``css``: the
+    old page must be gone first, or an element of the same id on it would answer."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old = driver.find_element(By.TAG_NAME, "html")
+    action()
+    WebDriverWait(driver, WAIT_S).until(expected_conditions.staleness_of(old))
+    return wait_for(driver, css)
+
+
+def text_of(page: str) -> str:
+    """The page's text, tags dropped and entities decoded (for assertions on words)."""
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -17,14 +16,15 @@ import pytest
 from app.services.commit import NoteIn, commit_note
 from app.services.runtime import Elephant
 from tests.console_support import (
-    WAIT_S,
     ConsoleSite,
     csrf_of,
+    follow,
     foreign_requests,
     requests_made,
     screenshot,
     sign_in,
     signed_in_client,
+    text_of,
     wait_for,
 )
 
@@ -48,23 +48,6 @@ def kept(console_site: ConsoleSite, elephant: Elephant) -> str:
     result = commit_note(elephant, console_site.tenant, NoteIn(text=KEPT), wait=True)
     assert result.status == "stored" and result.memory_id
     return result.memory_id
-
-
-def follow(driver: Any, action: Callable[[], None], css: str) -> Any:
-    """Do ``action`` (a click that loads a page) and wait for the new page's ``css``: the
-    old page must be gone first, or an element of the same id on it would answer."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    old = driver.find_element(By.TAG_NAME, "html")
-    action()
-    WebDriverWait(driver, WAIT_S).until(expected_conditions.staleness_of(old))
-    return wait_for(driver, css)
-
-
-def text_of(page: str) -> str:
-    return html.unescape(re.sub(r"<[^>]+>", " ", page))
 
 
 def test_counts_threshold_scores_and_no_admit_button_for_a_read_key(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -19,13 +18,14 @@ import pytest
 from app.services.commit import NoteIn, commit_note
 from app.services.runtime import Elephant
 from tests.console_support import (
-    WAIT_S,
     ConsoleSite,
+    follow,
     foreign_requests,
     requests_made,
     screenshot,
     sign_in,
     signed_in_client,
+    text_of,
     wait_for,
 )
 
@@ -66,24 +66,6 @@ def seeded(console_site: ConsoleSite, elephant: Elephant) -> dict[str, str]:
         "berlin": _fact_of(elephant, tenant, berlin),
         "lisbon": _fact_of(elephant, tenant, lisbon),
     }
-
-
-def follow(driver: Any, action: Callable[[], None], css: str) -> Any:
-    """Do ``action`` (a click that loads a page) and wait for the new page's ``css``: the
-    old page must be gone first, or an element of the same id on it would answer."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    old = driver.find_element(By.TAG_NAME, "html")
-    action()
-    WebDriverWait(driver, WAIT_S).until(expected_conditions.staleness_of(old))
-    return wait_for(driver, css)
-
-
-def text_of(page: str) -> str:
-    """The page's text, tags dropped and entities decoded (for assertions on words)."""
-    return html.unescape(re.sub(r"<[^>]+>", " ", page))
 
 
 def test_the_memory_list_filters_and_pages(
