@@ -14,7 +14,7 @@ ingest as the issue asks.
 
 from __future__ import annotations
 
-import threading
+import contextlib
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,17 +22,15 @@ from typing import Any
 
 import httpx
 import numpy as np
-import uvicorn
 
 from app import __version__
-from app.api import create_app
 from app.config import Settings
 from app.providers.embedder import Embedder, LocalEmbedder
 from app.services import ingest as ingest_service
 from app.services.jobs import drain
 from app.services.runtime import Elephant
 from app.services.search import SearchRequest, search
-from benchmarks.common import free_port
+from benchmarks.auth import served
 from benchmarks.locomo import turn_ids
 from benchmarks.peers.base import Capabilities, Doc, Hit, Vector
 
@@ -155,8 +153,7 @@ class ElephantHTTPPeer:
 
     def __init__(self, inner: ElephantPeer) -> None:
         self.inner = inner
-        self.server: uvicorn.Server | None = None
-        self.thread: threading.Thread | None = None
+        self.stack = contextlib.ExitStack()
         self.client: httpx.Client | None = None
 
     def version(self) -> str:
@@ -172,25 +169,14 @@ class ElephantHTTPPeer:
         return CAPABILITIES
 
     def open(self, workdir: Path) -> None:
-        """Serve the in-process peer's runtime (open it first)."""
+        """Serve the in-process peer's runtime (open it first), as benchmarks/auth.py does."""
         elephant = self.inner.elephant
         assert elephant is not None, "open the in-process peer first"
         local = elephant.settings.model_copy(
             update={"auth": elephant.settings.auth.model_copy(update={"mode": "local"})}
         )
-        port = free_port()
-        config = uvicorn.Config(
-            create_app(local, elephant), host="127.0.0.1", port=port, log_level="warning"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.05)
-        self.client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+        url = self.stack.enter_context(served(local, elephant))
+        self.client = self.stack.enter_context(httpx.Client(base_url=url, timeout=60))
 
     def ingest(self, docs: list[Doc]) -> None:
         raise NotImplementedError("shares the in-process peer's database")
@@ -210,12 +196,8 @@ class ElephantHTTPPeer:
         ]
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
-        if self.server is not None and self.thread is not None:
-            self.server.should_exit = True
-            self.thread.join(timeout=15)
-        self.server = self.thread = self.client = None
+        self.stack.close()
+        self.client = None
 
 
 def make(vectors: dict[str, Vector]) -> list[Any]:
