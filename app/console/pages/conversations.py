@@ -17,6 +17,7 @@ from litestar.params import Parameter, PathParameter
 from litestar.response import Template
 
 from app.api.access import CONSOLE_READ
+from app.console.forms import blank
 from app.console.render import page
 from app.errors import InvalidInput
 from app.services import paging, transcripts
@@ -98,7 +99,7 @@ class ConversationPages(Controller):
         cursor: Text = None,
         limit: Text = None,
     ) -> Template:
-        source = (source or "").strip() or None
+        source = blank(source)
         listing = transcripts.list_conversations(
             elephant, tenant, source=source, limit=_limit(limit), cursor=cursor or None
         )
@@ -123,7 +124,7 @@ class ConversationPages(Controller):
         cursor: Text = None,
         limit: Text = None,
     ) -> Template:
-        project = (project or "").strip() or None
+        project = blank(project)
         listing = transcripts.list_handoffs(
             elephant, tenant, project=project, limit=_limit(limit), cursor=cursor or None
         )
