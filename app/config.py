@@ -187,6 +187,25 @@ class EmbeddedSettings(_Section):
         json_schema_extra={"secret": True},
     )
     start_timeout_s: float = Field(60.0, gt=0, description="Seconds to wait for the server.")
+    memory_share: float = Field(
+        0.25,
+        gt=0,
+        le=0.8,
+        description="Share of the machine's memory (or its cgroup's limit) given to "
+        "shared_buffers, held to 128 MB-4 GB (app/db/sizing.py).",
+    )
+    shared_buffers_mb: int | None = Field(
+        None, ge=16, le=1_048_576, description="shared_buffers in MB; unset: memory_share."
+    )
+    effective_cache_size_mb: int | None = Field(
+        None, ge=16, le=4_194_304, description="effective_cache_size in MB; unset: half the memory."
+    )
+    maintenance_work_mem_mb: int | None = Field(
+        None,
+        ge=16,
+        le=1_048_576,
+        description="maintenance_work_mem in MB (index builds); unset: memory / 16, 64 MB-1 GB.",
+    )
 
     @field_validator("database")
     @classmethod
@@ -631,6 +650,14 @@ class LifecycleSettings(_Section):
         ge=0,
         le=10,
         description="Activation strength x (1 + this x ln(1 + access count)): use keeps it alive.",
+    )
+    access_flush_seconds: float = Field(
+        5.0,
+        ge=0.05,
+        le=600,
+        description="Uses (search hits, fetches by id) are added up in memory and written to "
+        "access_stats as one batch per tenant this often, and at shutdown: a search writes "
+        "no memory or fact row. A process killed with SIGKILL loses at most this much.",
     )
     search_weight: float = Field(
         0.0,

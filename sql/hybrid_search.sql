@@ -225,14 +225,17 @@ activated AS (
            f.created_at AS fact_created_at, f.metadata ->> 'said_by' AS said_by,
            elephant_activation(coalesce(m.importance, f.importance),
                                greatest(coalesce(m.created_at, f.created_at), m.last_seen_at,
-                                        coalesce(m.last_accessed_at, f.last_accessed_at)),
-                               coalesce(m.access_count, f.access_count), now(),
+                                        used.last_accessed_at),
+                               used.access_count, now(),
                                %(activation_half_life_days)s::float8,
                                %(activation_importance_factor)s::float8,
                                %(activation_access_boost)s::float8) AS activation
     FROM fused
     LEFT JOIN memories AS m ON fused.item = 'memory' AND m.id = fused.id
     LEFT JOIN facts AS f ON fused.item = 'fact' AND f.id = fused.id
+    -- how often it was used lives aside (access_stats): a search never rewrites the
+    -- rows it returns
+    LEFT JOIN access_stats AS used ON used.item_id = fused.id
 ),
 scored AS (
     SELECT a.*,

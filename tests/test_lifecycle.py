@@ -160,8 +160,10 @@ def test_a_search_hit_refreshes_what_it_returned(elephant: Elephant) -> None:
 def memory_state(elephant: Elephant, memory_id: str) -> tuple[float, int, bool, bool]:
     with elephant.db.admin_connection() as conn:
         row = conn.execute(
-            "SELECT importance, access_count, last_accessed_at > now() - interval '1 minute', "
-            "dormant_at IS NOT NULL FROM memories WHERE id = %s",
+            "SELECT m.importance, coalesce(a.access_count, 0), "
+            "coalesce(a.last_accessed_at > now() - interval '1 minute', false), "
+            "m.dormant_at IS NOT NULL FROM memories AS m "
+            "LEFT JOIN access_stats AS a ON a.item_id = m.id WHERE m.id = %s",
             (memory_id,),
         ).fetchone()
     assert row is not None

@@ -234,16 +234,40 @@ def test_every_lane_uses_its_index(seeded: Elephant) -> None:
         assert f"Index Scan using {index}" in plan, plan
 
 
-def test_access_statistics_are_recorded(seeded: Elephant) -> None:
-    hits = run(seeded, "sourdough starter journal", limit=1)
+def test_access_statistics_are_recorded_aside_and_the_rows_stay_untouched(
+    seeded: Elephant,
+) -> None:
+    """A search writes no memory or fact row (their xmin stays), its uses land in
+    access_stats when the batch is written, and a search of a hit twice counts twice."""
+    hits = run(seeded, "sourdough starter journal", limit=3)
+    table = "facts" if hits[0].kind == "fact" else "memories"
+
+    def row_versions() -> list[tuple[str, str]]:
+        with seeded.db.admin_connection() as conn:
+            rows = conn.execute(
+                "SELECT id::text, xmin::text FROM memories UNION ALL "
+                "SELECT id::text, xmin::text FROM facts ORDER BY 1"
+            ).fetchall()
+        return [(str(r[0]), str(r[1])) for r in rows]
+
+    def uses(item: str) -> tuple[int, bool] | None:
+        with seeded.db.tenant(T) as conn:
+            row = conn.execute(
+                "SELECT access_count, last_accessed_at IS NOT NULL FROM access_stats "
+                "WHERE item_id = %s",
+                (item,),
+            ).fetchone()
+        return None if row is None else (int(row[0]), bool(row[1]))
+
     seeded.access.flush()
-    with seeded.db.tenant(T) as conn:
-        table = "facts" if hits[0].kind == "fact" else "memories"
-        row = conn.execute(
-            f"SELECT access_count, last_accessed_at IS NOT NULL FROM {table} WHERE id = %s",
-            (hits[0].id,),
-        ).fetchone()
-    assert row is not None and row[0] >= 1 and row[1]
+    before, counted = row_versions(), uses(hits[0].id)
+    assert counted is not None and counted[0] >= 1 and counted[1], table
+    run(seeded, "sourdough starter journal", limit=3)
+    run(seeded, "sourdough starter journal", limit=3)
+    assert uses(hits[0].id) == counted  # not yet: batched
+    seeded.access.flush()
+    assert uses(hits[0].id) == (counted[0] + 2, True)
+    assert row_versions() == before, "a search rewrote memory or fact rows"
 
 
 # ------------------------------------------------------------------ HTTP

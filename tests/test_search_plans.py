@@ -249,6 +249,28 @@ def test_the_seeded_tenant_sees_only_its_rows(seeded: Elephant) -> None:
     assert row == (ROWS[T], 1)
 
 
+def test_activation_is_inlined_into_the_statement_not_called_per_row(seeded: Elephant) -> None:
+    """elephant_activation has no SET clause, so the planner inlines its body: the plan
+    computes the formula in place (ln, power) and names no function call per fused row."""
+    rng = random.Random(3)
+    variants = ["w40x w41x"]
+    vectors = [np.array(unit_vector(rng, seeded.settings.embedding.dim), dtype=np.float32)]
+    engine = "bm25" if seeded.db.capabilities and seeded.db.capabilities.textsearch else "tsvector"
+    params = statement_params(seeded, SearchRequest(query=variants[0]), variants, vectors, engine)
+    with seeded.db.tenant(T) as conn:
+        prepare(conn, seeded, max(params["windows"], params["facts"]))
+        plan = "\n".join(
+            str(row[0])
+            for row in conn.execute("EXPLAIN (VERBOSE) " + statement(engine), params).fetchall()
+        )
+        config = conn.execute(
+            "SELECT proconfig FROM pg_proc WHERE proname = 'elephant_activation'"
+        ).fetchone()
+    assert config == (None,)
+    assert "elephant_activation" not in plan
+    assert "ln(" in plan and "power(" in plan, "the activation formula is not in the plan"
+
+
 @pytest.mark.parametrize("engine", ["bm25", "tsvector"])
 def test_each_filter_is_written_once_and_spliced_into_every_lane(engine: str) -> None:
     text = statement(engine)

@@ -42,6 +42,7 @@ from typing import ClassVar
 
 import psutil
 
+from app.db.sizing import MemorySizes
 from app.errors import DatabaseUnavailable
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,10 @@ class EmbeddedPostgres:
         tcp: bool = False,
         password: str | None = None,
         start_timeout_s: float = 60.0,
+        memory: MemorySizes | None = None,
     ) -> None:
         self.root = root.expanduser().resolve()
+        self.memory = memory
         self.pgdata = self.root / "pgdata"
         self.log_file = self.root / "postgres.log"
         self.port = port
@@ -269,6 +272,7 @@ class EmbeddedPostgres:
             "password_encryption": _quote("scram-sha-256"),
             "shared_preload_libraries": _quote(",".join(preload)),
             "logging_collector": "off",
+            **(self.memory.settings() if self.memory is not None else {}),
         }
         body = "".join(f"{key} = {value}\n" for key, value in settings.items())
         target = self.pgdata / "elephant.conf"

@@ -27,7 +27,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from app.config import Settings, validate_tenant_id
-from app.db import migrate
+from app.db import migrate, sizing
 from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
 from app.db.recovery import RETRY_AFTER_S, Recovery
@@ -85,6 +85,13 @@ class Database:
             tcp=options.tcp,
             password=options.password,
             start_timeout_s=options.start_timeout_s,
+            memory=sizing.choose(
+                sizing.machine_memory_bytes(),
+                share=options.memory_share,
+                shared_buffers_mb=options.shared_buffers_mb,
+                effective_cache_size_mb=options.effective_cache_size_mb,
+                maintenance_work_mem_mb=options.maintenance_work_mem_mb,
+            ),
         )
         self.embedded.start()
         with psycopg.connect(self.embedded.conninfo(), autocommit=True) as conn:

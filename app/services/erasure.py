@@ -663,6 +663,7 @@ def _erase_tenant(
         report = ErasureReport(TenantTarget(tenant=tenant), request.dry_run, removed, graph)
         _audit(conn, tenant, actor, request, report)
     if not request.dry_run:
+        elephant.access.forget(tenant)
         elephant.db.forget_tenant(tenant)
         for backend in present(elephant.db.capabilities):
             elephant.graph_store(backend).forget(tenant)

@@ -1,8 +1,8 @@
 """Feedback: a helpful memory or fact gains importance (+5), an unhelpful one loses 10.
 
 Importance stays within 0-100; every feedback is a row of the feedback table. Helpful
-feedback is also a use: it refreshes the row's activation (last_accessed_at, access
-count; app/services/lifecycle/activation.py) and wakes it if it was dormant; unhelpful
+feedback is also a use: it refreshes the row's activation (access_stats; see
+app/services/lifecycle/activation.py) and wakes it if it was dormant; unhelpful
 feedback only lowers importance, so the row decays faster. REST
 names the target (memory_id or fact_id); MCP passes the one id search returned, which
 ``give_feedback_on`` looks up as a memory, then as a fact.
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from app.db.runtime import Connection
 from app.errors import InvalidInput, NotFound
+from app.services.access import record_use
 from app.services.runtime import Elephant
 
 HELPFUL_DELTA = 5.0
@@ -90,15 +91,15 @@ def _apply(
     delta = HELPFUL_DELTA if helpful else UNHELPFUL_DELTA
     row = conn.execute(
         f"UPDATE {_TABLES[kind]} SET importance = least(100, greatest(0, importance + %s)), "
-        "last_accessed_at = CASE WHEN %s THEN now() ELSE last_accessed_at END, "
-        "access_count = access_count + CASE WHEN %s THEN 1 ELSE 0 END, "
         "dormant_at = CASE WHEN %s THEN NULL ELSE dormant_at END "
         "WHERE id = %s RETURNING importance",
-        (delta, helpful, helpful, helpful, target),
+        (delta, helpful, target),
     ).fetchone()
     if row is None:
         return None
     importance = float(row[0])
+    if helpful:  # a use, written now with the feedback (not batched: this is a write)
+        record_use(conn, tenant, kind, str(target))
     memory_id, fact_id = (target, None) if kind == "memory" else (None, target)
     conn.execute(
         "INSERT INTO feedback (tenant_id, memory_id, fact_id, helpful, delta, "

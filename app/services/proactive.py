@@ -94,10 +94,8 @@ def _last_access(elephant: Elephant, tenant: str, ids: list[str]) -> dict[str, d
         return {}
     with elephant.db.tenant(tenant) as conn:
         rows = conn.execute(
-            "SELECT id::text, last_accessed_at FROM memories WHERE id = ANY(%s::uuid[]) "
-            "AND last_accessed_at IS NOT NULL UNION ALL "
-            "SELECT id::text, last_accessed_at FROM facts WHERE id = ANY(%s::uuid[]) "
-            "AND last_accessed_at IS NOT NULL",
-            (ids, ids),
+            "SELECT item_id::text, last_accessed_at FROM access_stats "
+            "WHERE item_id = ANY(%s::uuid[]) AND last_accessed_at IS NOT NULL",
+            (ids,),
         ).fetchall()
     return {str(row[0]): row[1] for row in rows}

@@ -145,7 +145,9 @@ def _after(listing: str, cursor: str | None) -> dict[str, Any]:
 _MEMORY_COLUMNS = """
     m.id::text, m.kind, m.text, m.source, m.importance, m.conversation_id::text, c.external_id,
     m.turn_start, m.turn_end, m.source_turn_ids, m.event_at, m.created_at, m.seen_count,
-    m.access_count, m.last_accessed_at, m.metadata, m.embedding IS NOT NULL,
+    coalesce((SELECT a.access_count FROM access_stats AS a WHERE a.item_id = m.id), 0),
+    (SELECT a.last_accessed_at FROM access_stats AS a WHERE a.item_id = m.id),
+    m.metadata, m.embedding IS NOT NULL,
     (SELECT count(*) FROM facts AS f WHERE f.memory_id = m.id)::int"""
 _MEMORY_FROM = "FROM memories AS m LEFT JOIN conversations AS c ON c.id = m.conversation_id"
 # One filter block for the page and its total; a conversation is named by either id.

@@ -43,7 +43,7 @@ class Elephant:
         self.embedder = embedder
         self.llm = llm
         self._background: list[Stoppable] = []
-        self.access = AccessRecorder(db)
+        self.access = AccessRecorder(db, settings.lifecycle.access_flush_seconds)
         self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
         self.leases = LeaseKeeper(db)
         self._graph_decision: GraphDecision | None = None

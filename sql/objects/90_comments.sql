@@ -70,8 +70,6 @@ COMMENT ON COLUMN memories.event_at IS 'When what it tells happened (a note''s o
 COMMENT ON COLUMN memories.content_hash IS 'Hash of the normalised text, unique per tenant: exact duplicates are not stored twice.';
 COMMENT ON COLUMN memories.seen_count IS 'How often this text was committed (1 + duplicates).';
 COMMENT ON COLUMN memories.last_seen_at IS 'When it was last committed (or a duplicate of it).';
-COMMENT ON COLUMN memories.access_count IS 'How often search returned it; refreshes its activation.';
-COMMENT ON COLUMN memories.last_accessed_at IS 'When search last returned it.';
 COMMENT ON COLUMN memories.metadata IS 'Caller metadata (jsonb).';
 COMMENT ON COLUMN memories.created_at IS 'When it was stored.';
 
@@ -114,8 +112,6 @@ COMMENT ON COLUMN facts.importance IS 'Importance 0..100 (default 50); feedback 
 COMMENT ON COLUMN facts.content_hash IS 'Hash of the normalised fact, unique per tenant: the same fact is stored once.';
 COMMENT ON COLUMN facts.subject_key IS 'Generated lower(subject): an equality the index answers under row-level security (contradiction candidates).';
 COMMENT ON COLUMN facts.source IS 'Source of the memory it came from (or of the graph write).';
-COMMENT ON COLUMN facts.access_count IS 'How often search returned it.';
-COMMENT ON COLUMN facts.last_accessed_at IS 'When search last returned it.';
 COMMENT ON COLUMN facts.observation_kind IS 'For a graph observation: note, decided, rejected, because or touches; NULL for extracted facts.';
 COMMENT ON COLUMN facts.observation_key IS 'Entity + kind + normalised text of an observation: one active copy per entity.';
 
@@ -319,3 +315,8 @@ COMMENT ON FUNCTION elephant_touch_key(uuid, text) IS
     'Records a verified key''s use (last_used_at; a key.used audit entry once an hour).';
 COMMENT ON FUNCTION elephant_audit(text, text, text, text, text, text, jsonb) IS
     'The one way the app role writes audit_log.';
+
+-- ---------------------------------------------------------------- activation (migrations 0010, 0012)
+
+COMMENT ON FUNCTION elephant_activation(real, timestamptz, integer, timestamptz, double precision, double precision, double precision) IS
+    'How alive a memory or fact is, 0-1: min(1, importance/100 x (1 + access_boost x ln(1 + access_count))) x 0.5^(age / half-life), age from the anchor (when it was last stored, seen or used) to p_at, the half-life x importance_factor^((importance - 50) / 50): longer for important rows. Inlined by the planner (no SET clause). E.g. elephant_activation(m.importance, greatest(m.created_at, m.last_seen_at, a.last_accessed_at), a.access_count, now(), 23, 3, 0.25) FROM memories AS m LEFT JOIN access_stats AS a ON a.item_id = m.id.';

@@ -9,7 +9,9 @@ anchor, the latest of when it was stored, stored again (last_seen_at) and used
 It is computed when read (sql/objects/20_lifecycle.sql, elephant_activation), never
 stored: a stored value would need a job rewriting every row as time passes, and each
 rewrite of a memory row touches its vector index. Use refreshes it by moving the
-anchor, which the access recorder (app/services/access.py) and feedback already do.
+anchor, which the access recorder (app/services/access.py) and feedback already do; the
+uses live aside, in access_stats (one narrow row per item), so moving the anchor never
+rewrites a memory or fact row.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from datetime import datetime
 
 from app.config import LifecycleSettings
 
-# The anchor of each table, as SQL over its alias (facts are never stored again).
-MEMORY_ANCHOR = "greatest({a}.created_at, {a}.last_seen_at, {a}.last_accessed_at)"
-FACT_ANCHOR = "greatest({a}.created_at, {a}.last_accessed_at)"
+# The anchor of each table, as SQL over its alias {a} and its access_stats row {u}
+# (facts are never stored again).
+MEMORY_ANCHOR = "greatest({a}.created_at, {a}.last_seen_at, {u}.last_accessed_at)"
+FACT_ANCHOR = "greatest({a}.created_at, {u}.last_accessed_at)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +65,13 @@ class ActivationParams:
         return float(strength * 0.5 ** min(200.0, age_days / self.half_life(importance)))
 
 
-def sql_call(table_alias: str, anchor: str, at: str = "now()") -> str:
-    """elephant_activation(...) over a row of memories or facts aliased ``table_alias``,
-    with the curve's parameters as named placeholders (ActivationParams.sql_args)."""
-    a = table_alias
+def sql_call(table_alias: str, uses_alias: str, anchor: str, at: str = "now()") -> str:
+    """elephant_activation(...) over a row of memories or facts aliased ``table_alias``
+    and its access_stats row (left joined) aliased ``uses_alias``, with the curve's
+    parameters as named placeholders (ActivationParams.sql_args)."""
+    a, u = table_alias, uses_alias
     return (
-        f"elephant_activation({a}.importance, {anchor.format(a=a)}, {a}.access_count, {at}, "
-        "%(activation_half_life_days)s, %(activation_importance_factor)s, "
+        f"elephant_activation({a}.importance, {anchor.format(a=a, u=u)}, {u}.access_count, "
+        f"{at}, %(activation_half_life_days)s, %(activation_importance_factor)s, "
         "%(activation_access_boost)s)"
     )

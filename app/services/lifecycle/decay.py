@@ -37,13 +37,15 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
     }
     report = Report("decay", tenant, dry_run, detail={"dormant_below": lifecycle.dormant_below})
     for table, (anchor, scope) in _TABLES.items():
-        activation = sql_call("t", anchor)
+        activation = sql_call("t", "u", anchor)
         for action, state, test in (
             ("dormant", "t.dormant_at IS NULL", "<"),
             ("woken", "t.dormant_at IS NOT NULL", ">="),
         ):
             chosen = (
-                f"SELECT t.id FROM {table} AS t WHERE {state} AND {scope} "
+                f"SELECT t.id FROM {table} AS t "
+                "LEFT JOIN access_stats AS u ON u.item_id = t.id "
+                f"WHERE {state} AND {scope} "
                 f"AND {activation} {test} %(floor)s LIMIT %(batch)s"
             )
             if dry_run:

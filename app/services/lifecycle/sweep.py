@@ -54,13 +54,21 @@ _MERGE = """
 UPDATE memories AS keep
    SET seen_count = keep.seen_count + gone.seen_count,
        last_seen_at = greatest(keep.last_seen_at, gone.last_seen_at),
-       access_count = keep.access_count + gone.access_count,
-       last_accessed_at = greatest(keep.last_accessed_at, gone.last_accessed_at),
        importance = greatest(keep.importance, gone.importance),
        event_at = coalesce(keep.event_at, gone.event_at),
        dormant_at = CASE WHEN gone.dormant_at IS NULL THEN NULL ELSE keep.dormant_at END
   FROM memories AS gone
  WHERE keep.id = %(keep)s AND gone.id = %(gone)s
+"""
+# Its uses count for the note kept (the DELETE's trigger then drops the gone note's row).
+_MERGE_USES = """
+INSERT INTO access_stats AS a (tenant_id, item_id, item_kind, access_count, last_accessed_at)
+SELECT gone.tenant_id, %(keep)s, 'memory', gone.access_count, gone.last_accessed_at
+  FROM access_stats AS gone
+ WHERE gone.item_id = %(gone)s
+ON CONFLICT (tenant_id, item_id) DO UPDATE
+   SET access_count = least(a.access_count::bigint + excluded.access_count, 2147483647),
+       last_accessed_at = greatest(a.last_accessed_at, excluded.last_accessed_at)
 """
 _MOVE = (
     "UPDATE facts SET memory_id = %(keep)s WHERE memory_id = %(gone)s",
@@ -136,6 +144,7 @@ def merge(conn: Connection, *, keep: str, gone: str) -> None:
     """Fold note ``gone`` into note ``keep`` (see the module docstring), then delete it."""
     params = {"keep": keep, "gone": gone}
     conn.execute(_MERGE, params)
+    conn.execute(_MERGE_USES, params)
     for statement in _MOVE:
         conn.execute(statement, params)
     conn.execute("DELETE FROM memories WHERE id = %(gone)s", params)
