@@ -452,7 +452,21 @@ class SearchSettings(_Section):
         3, ge=1, le=10, description="With diversify: fused candidates fetched per result asked for."
     )
     keyword_engine: Literal["auto", "bm25", "tsvector"] = Field(
-        "auto", description="auto: BM25 when pg_textsearch is installed, else tsvector ranking."
+        "auto",
+        description="auto: BM25 when pg_textsearch is installed and its probe finds what the "
+        "tables hold, else tsvector ranking.",
+    )
+    bm25_rebuild_on_restart: bool = Field(
+        True,
+        description="REINDEX the BM25 indexes once per server start (pg_textsearch 1.0.0 "
+        "loses statistics and unflushed postings at restart; ~2.5 s per 100k rows).",
+    )
+    keyword_probe_seconds: float = Field(
+        60.0,
+        ge=1,
+        le=86400,
+        description="/health probes the BM25 indexes again when its last probe is older "
+        "than this; a failed probe switches search to tsvector and rebuilds them.",
     )
     recency_weight: float = Field(
         0.0,

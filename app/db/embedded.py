@@ -272,6 +272,11 @@ class EmbeddedPostgres:
             "password_encryption": _quote("scram-sha-256"),
             "shared_preload_libraries": _quote(",".join(preload)),
             "logging_collector": "off",
+            # A crashed backend stops the server instead of a silent reset of shared
+            # memory: the app revives it through its own start (app/db/recovery.py), which
+            # rebuilds pg_textsearch's indexes (app/db/keyword_index.py); a reset would
+            # drop their unflushed postings without a word.
+            "restart_after_crash": "off",
             **(self.memory.settings() if self.memory is not None else {}),
         }
         body = "".join(f"{key} = {value}\n" for key, value in settings.items())

@@ -30,8 +30,8 @@ from app.config import Settings, validate_tenant_id
 from app.db import migrate, sizing
 from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
+from app.db.keyword_index import KeywordIndexGuard
 from app.db.recovery import RETRY_AFTER_S, Recovery
-from app.db.repair import repair_bm25_statistics
 from app.db.replicas import Consistency, ReplicaSet, ReplicaState, ReplicaUnavailable
 from app.errors import Conflict, DatabaseUnavailable, InvalidInput, SchemaMismatch
 
@@ -65,7 +65,9 @@ class Database:
         self._replicas: ReplicaSet | None = None
         self._known_tenants: set[str] = set()
         self.recovery = Recovery(self._probe, self._revive, self._back)
-        self.repaired_indexes: list[str] = []
+        self.keyword = KeywordIndexGuard(
+            self._admin_connection, rebuild_on_restart=settings.search.bm25_rebuild_on_restart
+        )
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------ lifecycle
@@ -114,8 +116,8 @@ class Database:
             self._enable_app_login()
         with self.admin_connection() as conn:
             self.capabilities = detect(conn)
-            if self.capabilities.textsearch:
-                self.repaired_indexes = repair_bm25_statistics(conn)
+        if self.capabilities.textsearch:
+            self.keyword.at_start()  # before this process opens a pool (see keyword_index)
         self._pool = self._open_pool(
             self.app_conninfo(),
             self._configure_connection,
@@ -246,12 +248,11 @@ class Database:
         return self.embedded.revive() if self.embedded is not None else False
 
     def _back(self, restarted: bool) -> None:
+        if restarted and self.capabilities is not None and self.capabilities.textsearch:
+            self.keyword.at_start()  # a new server start: the BM25 indexes are rebuilt
         for pool in (self._pool, self._worker_pool):
             if pool is not None:
                 pool.check()  # drop the broken connections, open new ones
-        if restarted and self.capabilities is not None and self.capabilities.textsearch:
-            with self._admin_connection() as conn:  # still marked down: no check_up
-                self.repaired_indexes = repair_bm25_statistics(conn)
 
     @contextmanager
     def worker_connection(self) -> Iterator[Connection]:

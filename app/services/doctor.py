@@ -102,12 +102,64 @@ def _database(elephant: Elephant) -> list[Check]:
         else:
             note = "" if state is None or isinstance(state.note, UnsetType) else state.note
             checks.append(Check(name, "warn", f"not installed, so no {purpose}: {note}"))
-    repaired = elephant.db.repaired_indexes
-    if repaired:
-        checks.append(
-            Check("bm25 statistics", "warn", f"rebuilt at start-up: {', '.join(repaired)}")
-        )
+    if elephant.db.capabilities is not None and elephant.db.capabilities.textsearch:
+        checks.append(_keyword_index(elephant))
+    checks.append(_cache(elephant))
     return checks
+
+
+def _keyword_index(elephant: Elephant) -> Check:
+    """Probe the BM25 indexes now; a failure is rebuilt before the report is made."""
+    guard = elephant.db.keyword
+    state = guard.check(max_age_s=0)
+    if state.repairing:
+        guard.wait_for_repair()
+        broken = "; ".join(f"{p.index}: {p.reason}" for p in state.probes if not p.ok)
+        state = guard.check(max_age_s=0)
+        if state.trusted:
+            return Check("bm25 index", "warn", f"was missing rows ({broken}): rebuilt, now ok")
+    if state.error and not state.probes:
+        return Check("bm25 index", "warn", f"not probed: {state.error}")
+    found = ", ".join(
+        f"{p.index} {p.found}/{p.sampled} sampled rows ({p.documents} documents)"
+        for p in state.probes
+    )
+    if not state.trusted:
+        return Check(
+            "bm25 index", "fail", f"{found}: search uses the tsvector lane ({state.error or ''})"
+        )
+    rebuilt = f"; rebuilt at start ({state.rebuilt_because})" if state.rebuilt else ""
+    return Check("bm25 index", "ok", f"finds what the tables hold: {found}{rebuilt}")
+
+
+# Share of the search indexes (HNSW, BM25) that shared_buffers should hold at least.
+CACHE_SHARE_WANTED = 0.5
+
+
+def _cache(elephant: Elephant) -> Check:
+    """shared_buffers against the indexes every search reads (HNSW and BM25)."""
+    try:
+        with elephant.db.admin_connection() as conn:
+            row = conn.execute(
+                "SELECT pg_size_bytes(current_setting('shared_buffers')), "
+                "coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index AS i "
+                "JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_am AS am ON am.oid = c.relam "
+                "WHERE am.amname IN ('hnsw', 'bm25', 'diskann') "
+                "AND c.relnamespace = current_schema()::regnamespace"
+            ).fetchone()
+    except (ElephantError, psycopg.Error) as exc:
+        return Check("cache", "warn", f"cannot read shared_buffers and index sizes: {exc}")
+    assert row is not None
+    buffers, indexes = int(row[0]), int(row[1])
+    detail = f"shared_buffers {buffers // 2**20} MB, search indexes {indexes // 2**20} MB"
+    if buffers >= CACHE_SHARE_WANTED * indexes:
+        return Check("cache", "ok", detail)
+    fix = (
+        "raise embedded.shared_buffers_mb or embedded.memory_share"
+        if elephant.db.embedded is not None
+        else "raise shared_buffers on the server (it needs a restart)"
+    )
+    return Check("cache", "warn", f"{detail}: searches will read indexes from disk; {fix}")
 
 
 def _embedder(elephant: Elephant) -> Check:

@@ -26,6 +26,17 @@ class ExtensionState(msgspec.Struct, frozen=True, kw_only=True):
     note: str | UnsetType = UNSET
 
 
+class KeywordIndexReport(msgspec.Struct, frozen=True, kw_only=True):
+    """The BM25 probe: each index must find sampled rows by a word of their own."""
+
+    trusted: bool
+    checked_at: str | None
+    indexes: dict[str, str]  # index -> what its probe found
+    rebuilt_at_start: list[str]
+    repairing: bool
+    error: str | UnsetType = UNSET
+
+
 class DatabaseReport(msgspec.Struct, frozen=True, kw_only=True):
     """``error`` when unreachable; everything after it only when reachable."""
 
@@ -38,6 +49,7 @@ class DatabaseReport(msgspec.Struct, frozen=True, kw_only=True):
     role: str | UnsetType = UNSET
     extensions: dict[str, ExtensionState] | UnsetType = UNSET
     keyword_search: Literal["bm25", "tsvector"] | UnsetType = UNSET
+    keyword_index: KeywordIndexReport | UnsetType = UNSET
     # Neither AGE nor pg_textsearch in use: the managed-Postgres mode (pgvector only).
     managed: bool | UnsetType = UNSET
     graph: Literal["age", "relational", "disabled", "unavailable"] | UnsetType = UNSET
@@ -96,6 +108,7 @@ def health(db: Database) -> HealthReport:
             embedding=embedding,
         )
     capabilities = db.capabilities
+    bm25 = _keyword_index(db) if capabilities and capabilities.textsearch else None
     database = DatabaseReport(
         mode=db.mode,
         reachable=True,
@@ -107,13 +120,15 @@ def health(db: Database) -> HealthReport:
             capabilities.report(settings.database.optional_extensions) if capabilities else {},
             dict[str, ExtensionState],
         ),
-        keyword_search="bm25" if capabilities and capabilities.textsearch else "tsvector",
+        keyword_search="bm25" if bm25 and bm25.trusted else "tsvector",
+        keyword_index=UNSET if bm25 is None else bm25,
         managed=capabilities.managed if capabilities else UNSET,
         graph=_graph_backend(db),
     )
     mismatched = schema.embedding_dim != settings.embedding.dim
+    untrusted = bm25 is not None and not bm25.trusted
     return HealthReport(
-        status="degraded" if mismatched or not schema.up_to_date else "ok",
+        status="degraded" if mismatched or not schema.up_to_date or untrusted else "ok",
         version=__version__,
         database=database,
         embedding=msgspec.structs.replace(
@@ -136,3 +151,17 @@ def _graph_backend(db: Database) -> Literal["age", "relational", "disabled", "un
     if db.capabilities is None:
         return "unavailable"
     return decide(db.settings.graph, db.capabilities).backend or "unavailable"
+
+
+def _keyword_index(db: Database) -> KeywordIndexReport:
+    """The BM25 probe (app/db/keyword_index.py), run again when older than
+    search.keyword_probe_seconds; a failure switches search to tsvector and rebuilds."""
+    state = db.keyword.check(max_age_s=db.settings.search.keyword_probe_seconds)
+    return KeywordIndexReport(
+        trusted=state.trusted,
+        checked_at=None if state.checked_at is None else state.checked_at.isoformat(),
+        indexes={p.index: ("ok: " if p.ok else "FAILED: ") + p.reason for p in state.probes},
+        rebuilt_at_start=state.rebuilt,
+        repairing=state.repairing,
+        error=UNSET if state.error is None else state.error,
+    )

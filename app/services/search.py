@@ -291,9 +291,11 @@ def statement(engine: str) -> str:
 
 def keyword_engine(elephant: Elephant, conn: Connection | None = None) -> str:
     """bm25 or tsvector. Never bm25 on a replica: pg_textsearch keeps its corpus statistics
-    and fresh postings outside the WAL, so on a standby its index finds nothing."""
+    and fresh postings outside the WAL, so on a standby its index finds nothing; nor while
+    its probe says it misses rows (app/db/keyword_index.py) until it is rebuilt."""
     wanted = elephant.settings.search.keyword_engine
     available = bool(elephant.db.capabilities and elephant.db.capabilities.textsearch)
+    available = available and elephant.db.keyword.trusted
     if conn is not None and elephant.db.replica_of(conn) is not None:
         available = False
     if wanted == "bm25" or (wanted == "auto" and available):
