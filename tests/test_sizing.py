@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from app.config import Settings
 from app.db import Database
 from app.db.sizing import MB, choose, machine_memory_bytes
