@@ -73,6 +73,9 @@ PEERS += ("qdrant", "qdrant_edge", "seeds")
 KS = (1, 5, 10, 60)
 INSTALL_HINT = "`make peers` installs it into .venv-peers: run this with .venv-peers/bin/python"
 K = 60
+# Searches every peer runs before it is timed (caches, connections, the first plan), the
+# same for every system; the questions timed after include these again.
+WARMUP = 20
 WINDOW, STRIDE = 5, 2
 
 
@@ -179,6 +182,7 @@ class Outcome:
     recall: dict[str, float] = field(default_factory=dict)
     locomo_ms: dict[str, float] = field(default_factory=dict)
     scale: dict[str, dict[str, Any]] = field(default_factory=dict)
+    recording_ab: dict[str, Any] = field(default_factory=dict)  # Elephant in process
 
 
 def make_peers(names: list[str], vectors: dict[str, Vector]) -> tuple[list[Peer], list[Outcome]]:
@@ -235,7 +239,7 @@ def run_locomo(peer: Peer, data: LoCoMo, work: Path, row: Outcome) -> None:
         _, seconds = timed(lambda: peer.ingest(data.docs))
         row.ingest_s = round(seconds, 2)
         row.ingest_note = f"{len(data.docs)} windows"
-    for question in data.questions[:3]:  # warm up caches and connections
+    for question in data.questions[:WARMUP]:  # warm up caches and connections
         peer.search(question.tenant, question.question, data.vectors[question.question], K)
     ranks: list[int | None] = []
     times: list[float] = []
@@ -250,10 +254,35 @@ def run_locomo(peer: Peer, data: LoCoMo, work: Path, row: Outcome) -> None:
         for k in KS
     }
     row.locomo_ms = {**percentiles(times, 3), **sql_percentiles(sql)}
+    if hasattr(peer, "record_access"):
+        pairs = [(q.tenant, q.question, data.vectors[q.question]) for q in data.questions]
+        row.recording_ab = recording_ab(peer, pairs, K)
+
+
+def recording_ab(peer: Peer, queries: list[tuple[str, str, Vector]], k: int) -> dict[str, Any]:
+    """Search with access recording on and off, interleaved in one run: query i is recorded
+    in the first round when i is even and in the second when it is odd, so each setting
+    sees every query once, never the same query twice in a row."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for round_ in (0, 1):
+        for i, (tenant, text, vector) in enumerate(queries):
+            record = (i + round_) % 2 == 0
+            peer.record_access = record  # type: ignore[attr-defined]
+            times[record].append(
+                timed(lambda t=tenant, q=text, v=vector: peer.search(t, q, v, k))[1]
+            )
+    peer.record_access = True  # type: ignore[attr-defined]
+    on, off = percentiles(times[True], 3), percentiles(times[False], 3)
+    return {
+        "recorded": on,
+        "unrecorded": off,
+        "p50_ratio_recorded_over_unrecorded": round(on["p50_ms"] / off["p50_ms"], 3),
+        "order": "interleaved: each query once with and once without, alternating",
+    }
 
 
 def search_times(peer: Peer, data: Synthetic) -> dict[str, float]:
-    for text, vector in data.queries[:3]:  # warm up
+    for text, vector in data.queries[:WARMUP]:  # warm up
         peer.search(SCALE_TENANT, text, vector, 10)
     sql = sql_times(peer)
     times = [
@@ -324,6 +353,15 @@ def print_table(rows: list[Outcome], sizes: list[int]) -> None:
             cell = row.scale.get(str(size), {})
             line += f" {cell.get('skipped', '')[:18] or _ms(cell):>18}"
         print(line)
+    for row in rows:
+        ab = row.recording_ab
+        if ab:
+            print(
+                f"{row.name}: access recording on / off (interleaved, LoCoMo questions): "
+                f"p50 {ab['recorded']['p50_ms']:.2f} / {ab['unrecorded']['p50_ms']:.2f} ms, "
+                f"p95 {ab['recorded']['p95_ms']:.2f} / {ab['unrecorded']['p95_ms']:.2f} ms"
+            )
+    print(f"warm-up: {WARMUP} searches per system before each timed series")
     print()
     print("what each supports:")
     for row in rows:
@@ -518,6 +556,10 @@ def main() -> None:
         "benchmark": "peers",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
+        "warmup": f"{WARMUP} searches per system before each timed series (LoCoMo, each "
+        "size); Elephant's access recording on as shipped (batched aside), and an "
+        "interleaved on/off A/B in recording_ab",
         "dataset": str(args.dataset),
         "smoke": args.smoke,
         "embedding": "all-MiniLM-L6-v2 (384-d, normalised), computed once, given to all",

@@ -87,6 +87,7 @@ class ElephantPeer:
         self.elephant: Elephant | None = None
         self.embedding_seconds = 0.0  # model time spent inside the last ingest
         self.sql_ms: list[float] = []  # seconds of the SQL statement, per search (explain)
+        self.record_access = True  # as shipped; the recording A/B turns it off for half
 
     def version(self) -> str:
         return f"elephant {__version__} (embedded PostgreSQL 18, pgvector, AGE, pg_textsearch)"
@@ -96,7 +97,8 @@ class ElephantPeer:
         search_settings = self.elephant.settings.search
         return {
             "search": "default settings: fused lanes (windows 45, facts 15, keyword 10 per "
-            "variant, graph), RRF k=60, expansion off, no reranker, no LLM",
+            f"variant, graph), RRF k={search_settings.rrf_k}, expansion off, no reranker, "
+            "no LLM; access recording on (batched aside, as shipped)",
             "rrf_k": search_settings.rrf_k,
             "ingest": "commit_conversation (5/2 windows, gate, dedup) + offline fact "
             "extraction drained; at scale: benchmarks/scale.py bulk load",
@@ -134,7 +136,7 @@ class ElephantPeer:
         assert self.elephant is not None
         self.embedder.vectors.setdefault(query, vector)
         request = SearchRequest(query=query, limit=k, explain=True)  # for the SQL time
-        result = search(self.elephant, tenant, request)
+        result = search(self.elephant, tenant, request, record_access=self.record_access)
         if result.explain is not None:
             self.sql_ms.append(result.explain.timings_ms.sql / 1000)
         return [Hit(hit.id, turn_ids(hit.source_turn_ids or [])) for hit in result.hits]
