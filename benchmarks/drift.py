@@ -16,6 +16,8 @@ lifecycle.access_flush_seconds), autovacuum and checkpoints as configured.
 2. WAL: pg_current_wal_lsn() around --wal-searches recorded searches (the questions
    over and over, the last batch flushed), and around as many unrecorded ones:
    bytes per search. Target: <= 2 KB per recorded search.
+   Then search time with recording on and off, interleaved (question i recorded in the
+   first round when i is even, in the second when odd): recording must cost nothing.
 3. Drift over HTTP: the same database served by `elephant serve` (a subprocess, its
    own recorder with a 1 s interval so the run is short); two recorded passes over
    GET /search, two intervals apart, compared as in 1.
@@ -131,12 +133,37 @@ def in_process(
             (wal_lsn(elephant) - start) / wal_searches, 1
         )
     print(f"  WAL bytes per search over {wal_searches}: {per_search}")
+    timing = recording_ab(elephant, questions)
+    print(f"  search ms, recorded vs unrecorded, interleaved: {timing}")
     return {
+        "recording_ab_ms": timing,
         "drift": {"pass2_vs_pass1": drift[0], "pass3_vs_pass2": drift[1]},
         "wal_bytes_per_pass": wal,
         "wal_bytes_per_search": per_search,
         "wal_searches": wal_searches,
     }
+
+
+def recording_ab(elephant: Elephant, questions: Sequence[Question]) -> dict[str, Any]:
+    """search() with access recording on and off, interleaved: question i is recorded in
+    the first round when i is even, in the second when it is odd (each setting sees every
+    question once, never the same question twice in a row)."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for round_ in (0, 1):
+        for i, question in enumerate(questions):
+            record = (i + round_) % 2 == 0
+            request = SearchRequest(query=question.question, limit=LIMIT)
+            started = time.perf_counter()
+            search(elephant, question.tenant, request, record_access=record)
+            times[record].append((time.perf_counter() - started) * 1000)
+    elephant.access.flush()
+
+    def cell(values: list[float]) -> dict[str, float]:
+        p50, p95 = np.percentile(np.array(values), [50, 95])
+        return {"p50": round(float(p50), 2), "p95": round(float(p95), 2)}
+
+    on, off = cell(times[True]), cell(times[False])
+    return {"recorded": on, "unrecorded": off, "p50_ratio": round(on["p50"] / off["p50"], 3)}
 
 
 # ---------------------------------------------------------------- 3: over HTTP

@@ -44,8 +44,7 @@ while it is copied, so the 2N passage vectors are never held at once). Measured:
 - EXPLAIN (ANALYZE) of one search per size: did every lane use its index?
 
 Targets printed beside the numbers: one-statement p50 <= 6 ms and p95 <= 12 ms at
-100k, and at
-least 3x faster than the separate lanes.
+100k, and at least 3x faster than the separate lanes.
 
 `--set search.passage_candidates=20` overrides a setting for the run (repeatable; as
 benchmarks/locomo.py --set): the statement's parameters come from the settings.

@@ -94,6 +94,28 @@ def test_scale_benchmark_smoke(tmp_path: Path) -> None:
     assert size["top10_agreement"]["same_ids"] >= 0.9
     assert all(size["explain"]["lanes_used_index"].values()), size["explain"]["scans"]
     assert "lanes on their index (EXPLAIN)" in result.stdout
+    # the old (not inlined) activation ran interleaved, with the same results
+    old = size["one_statement_activation_not_inlined"]
+    assert number(old["sql_ms"]["p50"]) > 0 and old["same_results_as_inlined"] == 1.0
+    assert size["variants_per_query"] == 1.0  # search.expand is off by default
+    assert size["cache"]["shared_buffers"] and size["search_defaults"]["expand"] is False
+
+
+def test_drift_benchmark_smoke(tmp_path: Path) -> None:
+    """Recorded searches leave later result lists as they were, in process and over HTTP;
+    WAL and index growth are measured."""
+    _, report = run_smoke("drift", tmp_path, timeout_s=480)
+    local, http = report["in_process"], report["over_http"]
+    questions = report["questions"]
+    assert questions > 0
+    for drift in (*local["drift"].values(), *http["drift"].values()):
+        assert drift["identical_lists"] == drift["questions"] == questions, drift
+    wal = local["wal_bytes_per_search"]
+    assert number(wal["recorded"]) >= number(wal["unrecorded"]) >= 0
+    assert number(local["recording_ab_ms"]["recorded"]["p50"]) > 0
+    growth = report["index_growth"]
+    assert growth["access_stats_rows_and_uses"][1] > 0  # the searches were recorded
+    assert abs(number(growth["largest_change"]["growth"])) <= 0.05
 
 
 def test_million_benchmark_smoke(tmp_path: Path) -> None:

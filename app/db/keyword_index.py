@@ -281,6 +281,7 @@ class KeywordIndexGuard:
         self._admin = admin
         self._rebuild_on_restart = rebuild_on_restart
         self._lock = threading.Lock()
+        self._probing = threading.Lock()
         self._repair: threading.Thread | None = None
         self.state = KeywordState()
 
@@ -321,12 +322,16 @@ class KeywordIndexGuard:
         fresh = checked is not None and (datetime.now(UTC) - checked).total_seconds() < max_age_s
         if fresh or self.state.repairing:
             return self.state
+        if not self._probing.acquire(blocking=False):  # another request probes right now
+            return self.state
         try:
             with self._admin() as conn:
                 probes = probe(conn)
         except (psycopg.Error, ElephantError) as exc:
             self.state.error = f"probe failed to run: {exc}"
             return self.state
+        finally:
+            self._probing.release()
         self._set(probes, self.state.rebuilt, self.state.rebuilt_because)
         if not self.state.trusted:
             self._start_repair([p for p in probes if not p.ok])
