@@ -67,13 +67,14 @@ class AccessRecorder:
         if not memory_ids and not fact_ids:
             return
         now = datetime.now(UTC)
+        used: tuple[tuple[ItemKind, list[str]], ...] = (("memory", memory_ids), ("fact", fact_ids))
         with self._lock:
             uses = self._pending.setdefault(tenant, {})
-            for kind, ids in (("memory", memory_ids), ("fact", fact_ids)):
+            for kind, ids in used:
                 for item in ids:
                     seen = uses.get(item)
                     if seen is None:
-                        uses[item] = _Uses(kind, 1, now)  # type: ignore[arg-type]
+                        uses[item] = _Uses(kind, 1, now)
                         self._items += 1
                     else:
                         seen.count += 1
