@@ -149,9 +149,12 @@ def embedder() -> Embedder:
 
 
 @pytest.fixture(scope="module")
-def elephant(settings: Settings, db: Database, embedder: Embedder) -> Elephant:
-    """The runtime on this module's database: real embedder, offline (no) LLM."""
-    return Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+def elephant(settings: Settings, db: Database, embedder: Embedder) -> Iterator[Elephant]:
+    """The runtime on this module's database: real embedder, offline (no) LLM. Its
+    background threads (the access recorder) stop before the database closes."""
+    runtime = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+    yield runtime
+    runtime.close_providers()
 
 
 def operator_key(db: Database, name: str = "tests") -> str:

@@ -211,6 +211,11 @@ class Database:
             yield conn
 
     @property
+    def is_open(self) -> bool:
+        """Opened and not closed yet (its pool exists)."""
+        return self._pool is not None
+
+    @property
     def pool(self) -> ConnectionPool[Connection]:
         if self._pool is None:
             raise DatabaseUnavailable("the database is not open")

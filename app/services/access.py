@@ -154,6 +154,11 @@ class AccessRecorder:
         with self._lock:
             pending, self._pending, self._items = self._pending, {}, 0
             writes, self._writes = self._writes, []
+        if not self._db.is_open:  # closed under a runtime nobody closed: nowhere to write
+            if pending or writes:
+                log.debug("access statistics dropped: the database was closed")
+            self._stop.set()
+            return
         for tenant, uses in pending.items():
             if not self._upsert(tenant, uses):
                 self._keep(tenant, uses)
