@@ -118,6 +118,16 @@ def test_drift_benchmark_smoke(tmp_path: Path) -> None:
     assert abs(number(growth["largest_change"]["growth"])) <= 0.05
 
 
+def test_keyword_restarts_benchmark_smoke(tmp_path: Path) -> None:
+    """Every checked row is found by the BM25 lane after each stop (clean and kill -9)."""
+    _, report = run_smoke("keyword_restarts", tmp_path, timeout_s=300)
+    shipped = report["runs"][0]
+    assert shipped["rebuild_on_restart"] is True and report["met"] is True
+    assert [c["stop"] for c in shipped["cycles"]][2:4] == ["kill -9 postmaster", "kill -9 app"]
+    for cycle in shipped["cycles"]:
+        assert cycle["checked"] > 100 and cycle["found"] == cycle["checked"], cycle
+
+
 def test_million_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("million", tmp_path, timeout_s=300)
     run = report["result"]
