@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/drift.py [--dataset ../shared/datasets/locomo10.json]
         [--questions 60] [--wal-searches 1000] [--bloat-memories 20000]
-        [--bloat-searches 10000] [--smoke] [--out benchmarks/results/drift.json]
+        [--bloat-searches 10000] [--parts in_process,http,growth] [--smoke]
+        [--out benchmarks/results/drift.json]
 
 Everything runs as shipped: default settings, access recording on (search() hands its
 hits to the recorder, which writes a batch per tenant every
@@ -64,6 +65,7 @@ WAL_TARGET_BYTES = 2048
 INDEX_GROWTH_TARGET = 0.05
 HTTP_FLUSH_S = 1.0
 INDEXED_TABLES = ("memories", "facts", "passages")
+PARTS = ("in_process", "http", "growth")
 
 Lists = list[list[str]]
 
@@ -261,60 +263,24 @@ def main() -> None:
     parser.add_argument("--bloat-memories", type=int, default=20_000)
     parser.add_argument("--bloat-searches", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=26)
+    parser.add_argument(
+        "--parts", default=",".join(PARTS), help=f"Comma-separated, of {', '.join(PARTS)}."
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, seconds")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/drift.json"))
     args = parser.parse_args()
     if args.smoke:
         args.questions, args.wal_searches = 10, 50
         args.bloat_memories, args.bloat_searches = 2_000, 200
+    parts = {part.strip() for part in args.parts.split(",") if part.strip()}
+    unknown = parts - set(PARTS)
+    if unknown:
+        parser.error(f"unknown parts {sorted(unknown)}; choose from {list(PARTS)}")
     load_before = os.getloadavg()
-
-    with tempfile.TemporaryDirectory(prefix="elephant-drift-") as tmp:
-        dataset, source = args.dataset, str(args.dataset)
-        if args.smoke or not dataset.is_file():
-            dataset, source = write_locomo_smoke_sample(args.dataset, Path(tmp))
-        samples = json.loads(dataset.read_text())[:1]
-        items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
-        tenant = items[0].tenant
-        items = [item for item in items if item.tenant == tenant]
-        questions = [q for q in load_questions(samples) if q.category in (1, 2, 3, 4)]
-        questions = questions[: args.questions]
-        data_dir = Path(tmp) / "data"
-        settings = Settings.model_validate({"data_dir": str(data_dir), "log": {"level": "WARNING"}})
-        elephant = Elephant.open(settings, use_llm_from_settings=False)
-        try:
-            started = time.perf_counter()
-            report = ingest_service.ingest(elephant, items)
-            drain(elephant)
-            print(
-                f"ingested {report.turns} turns of {tenant} in "
-                f"{time.perf_counter() - started:.0f}s; {len(questions)} questions"
-            )
-            local = timed("drift and WAL in process", lambda: in_process(
-                elephant, questions, args.wal_searches
-            ))  # fmt: skip
-        finally:
-            elephant.close()
-        http = timed("drift over HTTP", lambda: over_http(data_dir, questions))
-    growth = timed(
-        "index growth",
-        lambda: index_growth(args.bloat_memories, args.bloat_searches, args.seed),
-    )
-    load_after = os.getloadavg()
-
-    recorded_wal = local["wal_bytes_per_search"]["recorded"]
-    verdicts = {
-        "drift_in_process": local["drift"]["pass2_vs_pass1"]["identical_lists"] == len(questions),
-        "drift_over_http": http["drift"]["pass2_vs_pass1"]["identical_lists"] == len(questions),
-        "wal_per_recorded_search": recorded_wal <= WAL_TARGET_BYTES,
-        "index_growth": abs(growth["largest_change"]["growth"]) <= INDEX_GROWTH_TARGET,
-    }
-    body = {
+    body: dict[str, Any] = {
         "benchmark": "drift",
         "smoke": args.smoke,
-        "dataset": source,
-        "tenant": tenant,
-        "questions": len(questions),
+        "parts": sorted(parts),
         "limit": LIMIT,
         "settings": "product defaults; access recording on",
         "targets": {
@@ -322,16 +288,63 @@ def main() -> None:
             "wal_bytes_per_recorded_search": WAL_TARGET_BYTES,
             "index_growth": INDEX_GROWTH_TARGET,
         },
-        "met": verdicts,
-        "in_process": local,
-        "over_http": http,
-        "index_growth": growth,
-        "loadavg": {
-            "before": [round(x, 2) for x in load_before],
-            "after": [round(x, 2) for x in load_after],
-        },
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
     }
+    verdicts: dict[str, bool] = {}
+    if parts & {"in_process", "http"}:
+        with tempfile.TemporaryDirectory(prefix="elephant-drift-") as tmp:
+            dataset, source = args.dataset, str(args.dataset)
+            if args.smoke or not dataset.is_file():
+                dataset, source = write_locomo_smoke_sample(args.dataset, Path(tmp))
+            samples = json.loads(dataset.read_text())[:1]
+            items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
+            tenant = items[0].tenant
+            items = [item for item in items if item.tenant == tenant]
+            questions = [q for q in load_questions(samples) if q.category in (1, 2, 3, 4)]
+            questions = questions[: args.questions]
+            body.update(dataset=source, tenant=tenant, questions=len(questions))
+            data_dir = Path(tmp) / "data"
+            settings = Settings.model_validate(
+                {"data_dir": str(data_dir), "log": {"level": "WARNING"}}
+            )
+            elephant = Elephant.open(settings, use_llm_from_settings=False)
+            try:
+                started = time.perf_counter()
+                report = ingest_service.ingest(elephant, items)
+                drain(elephant)
+                print(
+                    f"ingested {report.turns} turns of {tenant} in "
+                    f"{time.perf_counter() - started:.0f}s; {len(questions)} questions"
+                )
+                if "in_process" in parts:
+                    local = timed("drift and WAL in process", lambda: in_process(
+                        elephant, questions, args.wal_searches
+                    ))  # fmt: skip
+                    body["in_process"] = local
+                    same = local["drift"]["pass2_vs_pass1"]["identical_lists"]
+                    verdicts["drift_in_process"] = same == len(questions)
+                    wal = local["wal_bytes_per_search"]["recorded"]
+                    verdicts["wal_per_recorded_search"] = wal <= WAL_TARGET_BYTES
+            finally:
+                elephant.close()
+            if "http" in parts:
+                http = timed("drift over HTTP", lambda: over_http(data_dir, questions))
+                body["over_http"] = http
+                same = http["drift"]["pass2_vs_pass1"]["identical_lists"]
+                verdicts["drift_over_http"] = same == len(questions)
+    if "growth" in parts:
+        growth = timed(
+            "index growth",
+            lambda: index_growth(args.bloat_memories, args.bloat_searches, args.seed),
+        )
+        body["index_growth"] = growth
+        change = abs(growth["largest_change"]["growth"])
+        verdicts["index_growth"] = change <= INDEX_GROWTH_TARGET
+    body["met"] = verdicts
+    body["loadavg"] = {
+        "before": [round(x, 2) for x in load_before],
+        "after": [round(x, 2) for x in os.getloadavg()],
+    }
+    body["machine"] = {"python": platform.python_version(), "cpus": os.cpu_count()}
     print("\n| target | met |\n| --- | --- |")
     for name, ok in verdicts.items():
         print(f"| {name} | {'yes' if ok else 'NO'} |")

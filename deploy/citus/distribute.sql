@@ -11,12 +11,13 @@
 -- table live in the same shard and a tenant-filtered statement is a single-shard
 -- router query (joins, recursive CTEs and foreign keys stay inside that shard).
 -- Reference (a copy on every node): tenants, the target of every table's foreign key.
--- coordinator-local: jobs, api_keys, audit_log, graphs, elephant_meta, alembic_version, maintenance_runs, console_sessions
+-- coordinator-local: jobs, api_keys, audit_log, graphs, elephant_meta, alembic_version, maintenance_runs, console_sessions, keyword_index_repairs
 --   (jobs: the worker's cross-tenant FOR UPDATE SKIP LOCKED claim needs one table;
 --    api_keys, audit_log: tenant_id may be NULL, which a distribution column cannot be;
 --    console_sessions: no tenant_id; rows of api_keys' sessions, next to api_keys;
 --    graphs: Apache AGE bookkeeping, empty on Citus (no AGE); elephant_meta,
---    alembic_version: singletons read at start and by migrations.)
+--    alembic_version: singletons read at start and by migrations; keyword_index_repairs:
+--    admin-only bookkeeping of pg_textsearch rebuilds, empty on Citus without it.)
 
 \set ON_ERROR_STOP on
 
@@ -30,6 +31,12 @@
 -- 2. AGE-only trigger (drops a tenant's AGE graph); AGE does not run on Citus and a
 --    reference table with a trigger would need citus.enable_unsafe_triggers.
 DROP TRIGGER IF EXISTS tenants_drop_graph ON tenants;
+--    The statement triggers that drop a deleted memory's or fact's access_stats row use
+--    transition tables, which Citus does not support on distributed tables: dropped
+--    too. Left over, such a row holds an id and a count, no text (erasing a tenant still
+--    removes them: the foreign key to tenants cascades).
+DROP TRIGGER IF EXISTS memories_forget_access ON memories;
+DROP TRIGGER IF EXISTS facts_forget_access ON facts;
 
 -- 3. Reference table first: the distributed tables' foreign keys point at it.
 SELECT create_reference_table('tenants');
@@ -51,6 +58,7 @@ SELECT create_distributed_table('handoffs', 'tenant_id', colocate_with => 'conve
 SELECT create_distributed_table('llm_usage', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('kg_entities', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('kg_relations', 'tenant_id', colocate_with => 'conversations');
+SELECT create_distributed_table('access_stats', 'tenant_id', colocate_with => 'conversations');
 
 -- 5. jobs, graphs and maintenance_runs (small, operational) keep their foreign key to tenants (now a reference table), which
 --    makes them "Citus managed local tables" on the coordinator; Citus may already
