@@ -234,8 +234,15 @@ activated AS (
     LEFT JOIN memories AS m ON fused.item = 'memory' AND m.id = fused.id
     LEFT JOIN facts AS f ON fused.item = 'fact' AND f.id = fused.id
     -- how often it was used lives aside (access_stats): a search never rewrites the
-    -- rows it returns
-    LEFT JOIN access_stats AS used ON used.item_id = fused.id
+    -- rows it returns. LATERAL ... LIMIT 1: one primary-key probe per fused row; a
+    -- plain join was planned as a scan of the tenant's whole access_stats, materialized
+    -- and filtered per row (22 of 34 ms at 10k memories)
+    LEFT JOIN LATERAL (
+        SELECT a.access_count, a.last_accessed_at
+        FROM access_stats AS a
+        WHERE a.item_id = fused.id
+        LIMIT 1
+    ) AS used ON true
 ),
 scored AS (
     SELECT a.*,
