@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from uuid import UUID
 
 import pytest
@@ -19,6 +20,8 @@ from app.services.commit import NoteIn, commit_note
 from app.services.erasure import EraseIn, erase
 from app.services.runtime import Elephant
 from app.services.search import SearchRequest, search
+from app.services.transfer.export import export_to_path
+from app.services.transfer.importer import import_tenant
 from tests.conftest import refusable_database
 
 T = "uses"
@@ -155,3 +158,22 @@ def test_no_search_writes_a_memory_row(elephant: Elephant, record: bool) -> None
         search(elephant, "still", SearchRequest(query=query), record_access=record)
     elephant.access.flush()
     assert versions() == before
+
+
+def test_use_counts_travel_with_an_export_and_follow_new_ids(
+    elephant: Elephant, tmp_path: Path
+) -> None:
+    item = note(elephant, "Pia restores sailing dinghies in Kiel.", "moving")
+    if elephant.graph is not None:
+        elephant.graph.ensure("moving")  # an export reads the tenant's graph too
+    elephant.access.record("moving", [item, item], [])
+    elephant.access.flush()
+    path = tmp_path / "moving.jsonl"
+    export_to_path(elephant, "moving", path)
+    import_tenant(elephant, path, "moved", new_ids=True)
+    with elephant.db.tenant("moved") as conn:
+        rows = conn.execute(
+            "SELECT a.item_id = m.id, a.access_count FROM access_stats AS a "
+            "LEFT JOIN memories AS m ON m.id = a.item_id"
+        ).fetchall()
+    assert rows == [(True, 2)]  # the copy's own memory, not the original's id

@@ -71,6 +71,9 @@ OVERRIDES: dict[tuple[str, str], LiteralString] = {
         "CASE WHEN r.status = 'running' THEN NULL ELSE r.lease_expires_at END"
     ),
 }
+# uuids that name a row of another table without a foreign key (an access_stats row
+# names a memory or a fact): with new_ids they follow that row to its new id.
+REMAPPED_UUIDS: frozenset[tuple[str, str]] = frozenset({("access_stats", "item_id")})
 # Never copied from the file: the tenant's id is the target's, its row's age is its own.
 TENANT_KEPT = frozenset({"id", "created_at"})
 
@@ -436,8 +439,10 @@ def _value(table: Table, column: Column, plan: _Plan) -> sql.Composable:
     if not plan.new_ids:
         return value
     parent = None if reference is None else plan.tables.tables.get(reference.table)
-    if column.name == table.uuid_key or (
-        parent is not None and reference is not None and parent.uuid_key == reference.target
+    if (
+        (table.name, column.name) in REMAPPED_UUIDS
+        or column.name == table.uuid_key
+        or (parent is not None and reference is not None and parent.uuid_key == reference.target)
     ):
         return sql.SQL("(SELECT m.new FROM {ids} AS m WHERE m.old = {value}::text)").format(
             ids=sql.Identifier(IDS), value=value
