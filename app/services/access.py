@@ -72,13 +72,7 @@ class AccessRecorder:
             uses = self._pending.setdefault(tenant, {})
             for kind, ids in used:
                 for item in ids:
-                    seen = uses.get(item)
-                    if seen is None:
-                        uses[item] = _Uses(kind, 1, now)
-                        self._items += 1
-                    else:
-                        seen.count += 1
-                        seen.last_at = now
+                    self._items += _add(uses, item, _Uses(kind, 1, now))
             early = self._items >= EARLY_FLUSH_ITEMS
         self._ensure_thread()
         if early:
@@ -200,13 +194,18 @@ class AccessRecorder:
                 return
             mine = self._pending.setdefault(tenant, {})
             for item, use in uses.items():
-                seen = mine.get(item)
-                if seen is None:
-                    mine[item] = use
-                    self._items += 1
-                else:
-                    seen.count += use.count
-                    seen.last_at = max(seen.last_at, use.last_at)
+                self._items += _add(mine, item, use)
+
+
+def _add(uses: dict[str, _Uses], item: str, use: _Uses) -> int:
+    """Add ``use`` to the item's uses; 1 when the item is new, else 0."""
+    seen = uses.get(item)
+    if seen is None:
+        uses[item] = use
+        return 1
+    seen.count += use.count
+    seen.last_at = max(seen.last_at, use.last_at)
+    return 0
 
 
 def _upsert(conn: Connection, tenant: str, uses: dict[str, _Uses]) -> None:
