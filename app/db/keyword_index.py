@@ -48,8 +48,8 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -289,29 +289,35 @@ class KeywordIndexGuard:
     def trusted(self) -> bool:
         return self.state.trusted
 
-    def at_start(self) -> KeywordState:
-        """Rebuild what this server start has not rebuilt yet, probe, repair what fails.
-        Runs before the process opens its pools (and after a revived server)."""
+    @contextmanager
+    def _rebuilding(self) -> Iterator[Connection]:
+        """An admin connection holding the advisory lock: one process rebuilds at a time."""
         with self._admin() as conn:
             conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK,))
             try:
-                rebuilt: list[str] = []
-                because = None
-                if self._rebuild_on_restart:
-                    started = server_started_at(conn)
-                    done = rebuilt_for(conn)
-                    stale = [i for i, _ in bm25_indexes(conn) if done.get(i) != started]
-                    because = "first use since the server started"
-                    rebuilt = rebuild(conn, stale, because)
-                probes = probe(conn)
-                failed = [p.index for p in probes if not p.ok]
-                if failed:
-                    lost = "; ".join(f"{p.index}: {p.reason}" for p in probes if not p.ok)
-                    because = f"probe failed ({lost})"
-                    rebuilt += rebuild(conn, failed, because)
-                    probes = probe(conn)
+                yield conn
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK,))
+
+    def at_start(self) -> KeywordState:
+        """Rebuild what this server start has not rebuilt yet, probe, repair what fails.
+        Runs before the process opens its pools (and after a revived server)."""
+        with self._rebuilding() as conn:
+            rebuilt: list[str] = []
+            because = None
+            if self._rebuild_on_restart:
+                started = server_started_at(conn)
+                done = rebuilt_for(conn)
+                stale = [i for i, _ in bm25_indexes(conn) if done.get(i) != started]
+                because = "first use since the server started"
+                rebuilt = rebuild(conn, stale, because)
+            probes = probe(conn)
+            failed = [p.index for p in probes if not p.ok]
+            if failed:
+                lost = "; ".join(f"{p.index}: {p.reason}" for p in probes if not p.ok)
+                because = f"probe failed ({lost})"
+                rebuilt += rebuild(conn, failed, because)
+                probes = probe(conn)
         self._set(probes, rebuilt, because if rebuilt else None)
         return self.state
 
@@ -363,14 +369,10 @@ class KeywordIndexGuard:
 
         def repair() -> None:
             try:
-                with self._admin() as conn:
-                    conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK,))
-                    try:
-                        indexes = [p.index for p in failed]
-                        rebuilt = rebuild(conn, indexes, f"probe failed ({reason})")
-                        probes = probe(conn)
-                    finally:
-                        conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK,))
+                with self._rebuilding() as conn:
+                    indexes = [p.index for p in failed]
+                    rebuilt = rebuild(conn, indexes, f"probe failed ({reason})")
+                    probes = probe(conn)
                 self._set(probes, rebuilt, reason)
             except (psycopg.Error, ElephantError) as exc:  # a thread: log, never die silently
                 log.error("BM25 rebuild failed: %s", exc)
