@@ -1,8 +1,8 @@
 """``elephant maintain``: run a maintenance kind now, for one tenant or all of them.
 
-A thin layer over app/services/lifecycle (decay, dedup, backfill, retention, status)
-and app/services/reembed.py (reembed). Services are imported inside the commands, so
-``elephant --help`` stays fast.
+A thin layer over app/services/lifecycle (decay, dedup, backfill, retention, status),
+app/services/reembed.py (reembed) and app/db/tenant_indexes.py (tenant-indexes).
+Services are imported inside the commands, so ``elephant --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -103,6 +103,25 @@ def retention(tenant: str | None, every: bool, dry_run: bool) -> None:
     """Erase what each source in lifecycle.retention keeps longer than its days (through
     the audited erasure path: facts, graph links and vectors go too)."""
     _run("retention", tenant, every, dry_run)
+
+
+@maintain.command("tenant-indexes")
+@click.option(
+    "--no-build", is_flag=True, help="Count and record each tenant's way; build no index."
+)
+def tenant_indexes(no_build: bool) -> None:
+    """Count each tenant's vector rows; give tenants over search.tenant_index_rows HNSW
+    indexes of their own (CREATE INDEX CONCURRENTLY: writes go on), drop those of tenants
+    that shrank or were erased. The worker does this every search.tenant_index_check_s."""
+    from app.db.tenant_indexes import keep
+
+    with opened_runtime() as elephant:
+        report = keep(
+            elephant.db.admin_connection,
+            elephant.settings.search.tenant_index_rows,
+            build=not no_build,
+        )
+    _echo({**dataclasses.asdict(report), "counts": report.counts()})
 
 
 @maintain.command()

@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from app.errors import ConfigError
 
@@ -62,6 +69,35 @@ class DatabaseSettings(_Section):
         "elephant_worker",
         description="Role the job worker claims jobs as (the only role allowed to); it then runs "
         "each job as the app role inside the job's tenant. Created by the migrations.",
+    )
+    pooler: Literal["none", "transaction"] = Field(
+        "none",
+        description="What sits between the app and Postgres. transaction: a transaction "
+        "pooler (PgBouncer pool_mode = transaction, RDS Proxy, Supavisor): the app and the "
+        "worker log in through app_url and worker_url as their roles, and every transaction "
+        "sets its own statement timeout and time zone, since no session state survives a "
+        "transaction. database.url stays a direct connection (migrations, locks, LISTEN).",
+    )
+    app_url: str | None = Field(
+        None,
+        description="Where the app role logs in as itself (no SET ROLE): the login must be "
+        "database.app_role, neither superuser nor BYPASSRLS, or the app refuses to start. "
+        "Required with pooler = transaction (the pooler's address). Unset: the embedded "
+        "socket, or database.url with SET ROLE.",
+        json_schema_extra={"secret": True},
+    )
+    worker_url: str | None = Field(
+        None,
+        description="Where the worker role logs in as itself, as app_url for the app role "
+        "(its login must be database.worker_role). Required with pooler = transaction.",
+        json_schema_extra={"secret": True},
+    )
+    prepared_statements: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="Server-side prepared statements on the app and worker connections "
+        "(psycopg's after 5 runs, the search statement at once). auto: off with pooler = "
+        "transaction (PgBouncer before 1.21 cannot route them), else on. on behind "
+        "PgBouncer >= 1.21 with max_prepared_statements > 0.",
     )
     auto_migrate: bool = Field(True, description="Upgrade the schema to head at start.")
     pool_min_size: int = Field(1, ge=0, le=100, description="Connections kept open.")
@@ -121,6 +157,16 @@ class DatabaseSettings(_Section):
             raise ValueError("must start with postgresql:// (e.g. postgresql://user:pw@host/db)")
         return value
 
+    @field_validator("app_url", "worker_url")
+    @classmethod
+    def _role_url_scheme(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        assert value is not None
+        if not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must start with postgresql:// (e.g. postgresql://role:pw@host/db)")
+        return value
+
     @field_validator("optional_extensions", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
@@ -164,6 +210,32 @@ class DatabaseSettings(_Section):
         if value < minimum:
             raise ValueError(f"must be >= pool_min_size ({minimum})")
         return value
+
+    @model_validator(mode="after")
+    def _pooler_logins(self) -> DatabaseSettings:
+        """Behind a transaction pooler a SET ROLE would not outlive its transaction: the
+        roles must log in themselves, so both URLs are needed."""
+        if self.pooler == "transaction":
+            missing = [name for name in ("app_url", "worker_url") if getattr(self, name) is None]
+            if missing:
+                raise ValueError(
+                    f"pooler = transaction needs {' and '.join(missing)}: URLs through the "
+                    f"pooler that log in as {self.app_role} and {self.worker_role} (no SET "
+                    "ROLE survives a transaction there)"
+                )
+        return self
+
+    @property
+    def transaction_pooled(self) -> bool:
+        """Nothing may be kept in a session between transactions."""
+        return self.pooler == "transaction"
+
+    @property
+    def prepares(self) -> bool:
+        """Whether connections may prepare statements on the server."""
+        if self.prepared_statements == "auto":
+            return not self.transaction_pooled
+        return self.prepared_statements == "on"
 
 
 class EmbeddedSettings(_Section):
@@ -467,6 +539,28 @@ class SearchSettings(_Section):
         le=86400,
         description="/health probes the BM25 indexes again when its last probe is older "
         "than this; a failed probe switches search to tsvector and rebuilds them.",
+    )
+    tenant_index_rows: int = Field(
+        20_000,
+        ge=0,
+        le=1_000_000_000,
+        description="A tenant with fewer vector rows (in its largest of memories, facts, "
+        "passages) is searched exactly; one with more gets HNSW indexes of its own, built "
+        "online by the worker (0: every tenant gets its own).",
+    )
+    tenant_index_check_s: float = Field(
+        300.0,
+        ge=0,
+        le=86400,
+        description="How often the worker counts tenants' rows and builds or drops their "
+        "own HNSW indexes (0: never; `elephant maintain tenant-indexes` runs it once).",
+    )
+    vector_way_cache_s: float = Field(
+        30.0,
+        ge=0,
+        le=3600,
+        description="How long a process remembers how a tenant's vector lanes are served "
+        "(exact, own or shared indexes) before reading it again.",
     )
     recency_weight: float = Field(
         0.0,
@@ -989,6 +1083,9 @@ def _validation_message(exc: ValidationError, sources: dict[str, str]) -> str:
             problems.append(f"{key}{where}: unknown key{hint}")
             continue
         value = error.get("input")
+        if isinstance(value, Mapping):  # a check across a section's keys: some may be secret
+            problems.append(f"{key}{where}: {error['msg'].removeprefix('Value error, ')}")
+            continue
         shown = "<secret>" if _is_secret(key) else repr(value)
         problems.append(f"{key}{where}: {error['msg']} (got {shown})")
     return "invalid configuration: " + "; ".join(problems)

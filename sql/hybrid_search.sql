@@ -1,6 +1,9 @@
 -- Hybrid search: ONE statement, every lane of every query variant, fused by RRF.
 --
--- Lanes (per query variant, all over the current tenant: row-level security):
+-- Every table is read for one tenant, %(tenant)s, named in every statement part as well
+-- as enforced by row-level security (so a pooler or Citus can route it by the tenant).
+--
+-- Lanes (per query variant, all over the current tenant):
 --   windows  dense   memories (conversation windows and notes) by cosine distance
 --            blended with their best passage's: candidates are the nearest memories
 --            (HNSW) and the memories holding the nearest passages (HNSW over
@@ -19,6 +22,15 @@
 --   preferences  standing preferences and instructions (facts of type preference)
 --            closest to the question, above a similarity floor: what a person asked
 --            to hold from now on reaches every request on its topic
+-- Each dense lane has two ways, of which a one-time filter on %(exact)s runs one:
+--   exact    (a tenant below search.tenant_index_rows) every row of the tenant, read
+--            through its tenant_id index and sorted by distance: exact, and cheaper
+--            than walking a graph shared with bigger tenants. `+ 0` keeps the HNSW
+--            indexes out of it (they serve only ORDER BY <vector> <=> <vector>).
+--   index    an HNSW walk: over the tenant's own partial indexes when the statement
+--            names the tenant as a literal (app/db/tenant_indexes.py: the code
+--            writes it in for a tenant that has them), else over the shared graphs
+--            with pgvector's iterative scan.
 -- Fusion: score = sum over lanes and variants of
 --     lane_weight * variant_weight / (rrf_k + rank)
 -- (x assistant_fact_weight for a fact an assistant said), plus an optional recency
@@ -37,6 +49,8 @@
 -- part of the splice).
 --
 -- Parameters
+--   tenant text                              the tenant (also elephant.tenant_id)
+--   exact boolean                            the dense lanes scan exactly (see above)
 --   vectors vector[] (sent binary), texts text[]   one entry per query variant
 --   windows, facts int                       dense lane sizes (0 switches a lane off)
 --   passage_share float8                     0-1, a window's score from its best passage
@@ -90,12 +104,23 @@ fact_lane AS (
     CROSS JOIN LATERAL (
         SELECT ranked.id, row_number() OVER (ORDER BY ranked.distance, ranked.id) AS rank
         FROM (
-            SELECT f.id, f.embedding <=> q.embedding AS distance
-            FROM facts AS f
-            WHERE f.embedding IS NOT NULL
-              {fact_filters}
-            ORDER BY distance
-            LIMIT %(facts)s
+            (SELECT f.id, f.embedding <=> q.embedding AS distance  -- index
+             FROM facts AS f
+             WHERE NOT %(exact)s
+               AND f.tenant_id = %(tenant)s
+               AND f.embedding IS NOT NULL
+               {fact_filters}
+             ORDER BY f.embedding <=> q.embedding
+             LIMIT %(facts)s)
+            UNION ALL
+            (SELECT f.id, f.embedding <=> q.embedding AS distance  -- exact
+             FROM facts AS f
+             WHERE %(exact)s
+               AND f.tenant_id = %(tenant)s
+               AND f.embedding IS NOT NULL
+               {fact_filters}
+             ORDER BY (f.embedding <=> q.embedding) + 0
+             LIMIT %(facts)s)
         ) AS ranked
     ) AS hit
 ),
@@ -109,11 +134,13 @@ graph_facts AS MATERIALIZED (
     -- only re-ranks what the facts lane already found).
     SELECT fe.entity_key, f.id, f.embedding
     FROM fact_entities AS fe
-    JOIN facts AS f ON f.id = fe.fact_id
+    JOIN facts AS f ON f.id = fe.fact_id AND f.tenant_id = %(tenant)s
     WHERE %(graph)s > 0
+      AND fe.tenant_id = %(tenant)s
       AND fe.entity_key = ANY (%(graph_neighbours)s::text[])
       AND NOT EXISTS (SELECT 1 FROM fact_entities AS named
-                      WHERE named.fact_id = f.id
+                      WHERE named.tenant_id = %(tenant)s
+                        AND named.fact_id = f.id
                         AND named.entity_key = ANY (%(graph_named)s::text[]))
       AND f.embedding IS NOT NULL
       {fact_filters}
@@ -145,21 +172,37 @@ graph_lane AS (
 ),
 preference_lane AS (
     -- Standing preferences and instructions (fact_type preference) nearest the
-    -- question, if at all close: few per tenant, read through their partial index
-    -- and ranked exactly; first variant only.
+    -- question, if at all close; first variant only. Exact: the tenant's preferences
+    -- (their partial tenant_id index), ranked exactly. Index: the nearest through the
+    -- HNSW graph of preferences (facts_preferences_hnsw), a big tenant having many.
     SELECT 1::bigint AS variant, near.id,
            row_number() OVER (ORDER BY near.distance, near.id) AS rank
-    FROM (
-        SELECT f.id, f.embedding <=> q.embedding AS distance
-        FROM facts AS f
-        CROSS JOIN q
-        WHERE q.variant = 1
-          AND %(preferences)s > 0
-          AND f.fact_type = 'preference'
-          AND f.embedding IS NOT NULL
-          {fact_filters}
+    FROM q
+    CROSS JOIN LATERAL (
+        (SELECT f.id, f.embedding <=> q.embedding AS distance  -- index
+         FROM facts AS f
+         WHERE NOT %(exact)s
+           AND %(preferences)s > 0
+           AND f.tenant_id = %(tenant)s
+           AND f.fact_type = 'preference'
+           AND f.embedding IS NOT NULL
+           {fact_filters}
+         ORDER BY f.embedding <=> q.embedding
+         LIMIT %(preferences)s)
+        UNION ALL
+        (SELECT f.id, f.embedding <=> q.embedding AS distance  -- exact
+         FROM facts AS f
+         WHERE %(exact)s
+           AND %(preferences)s > 0
+           AND f.tenant_id = %(tenant)s
+           AND f.fact_type = 'preference'
+           AND f.embedding IS NOT NULL
+           {fact_filters}
+         ORDER BY (f.embedding <=> q.embedding) + 0
+         LIMIT %(preferences)s)
     ) AS near
-    WHERE near.distance <= 1 - %(preference_min_similarity)s::float8
+    WHERE q.variant = 1
+      AND near.distance <= 1 - %(preference_min_similarity)s::float8
     ORDER BY near.distance, near.id
     LIMIT %(preferences)s
 ),
@@ -199,8 +242,8 @@ fact_support AS (
     -- it. So a window and the facts made from it agree instead of competing.
     SELECT 'memory'::text AS item, m.id, max(s.rrf) AS support
     FROM lane_scores AS s
-    JOIN facts AS f ON s.item = 'fact' AND f.id = s.id
-    JOIN memories AS m ON m.id = f.memory_id
+    JOIN facts AS f ON s.item = 'fact' AND f.id = s.id AND f.tenant_id = %(tenant)s
+    JOIN memories AS m ON m.id = f.memory_id AND m.tenant_id = %(tenant)s
     WHERE %(fact_support)s::float8 > 0
       AND %(windows)s + %(keyword_memories)s > 0
       AND m.embedding IS NOT NULL
@@ -231,8 +274,10 @@ activated AS (
                                %(activation_importance_factor)s::float8,
                                %(activation_access_boost)s::float8) AS activation
     FROM fused
-    LEFT JOIN memories AS m ON fused.item = 'memory' AND m.id = fused.id
-    LEFT JOIN facts AS f ON fused.item = 'fact' AND f.id = fused.id
+    LEFT JOIN memories AS m
+           ON fused.item = 'memory' AND m.id = fused.id AND m.tenant_id = %(tenant)s
+    LEFT JOIN facts AS f
+           ON fused.item = 'fact' AND f.id = fused.id AND f.tenant_id = %(tenant)s
     -- how often it was used lives aside (access_stats): a search never rewrites the
     -- rows it returns. LATERAL ... LIMIT 1: one primary-key probe per fused row; a
     -- plain join was planned as a scan of the tenant's whole access_stats, materialized
@@ -240,7 +285,7 @@ activated AS (
     LEFT JOIN LATERAL (
         SELECT a.access_count, a.last_accessed_at
         FROM access_stats AS a
-        WHERE a.item_id = fused.id
+        WHERE a.tenant_id = %(tenant)s AND a.item_id = fused.id
         LIMIT 1
     ) AS used ON true
 ),
@@ -295,6 +340,6 @@ SELECT coalesce(m.kind, 'fact')                       AS kind,
        top.windows_rank, top.facts_rank, top.keyword_rank, top.graph_rank,
        top.preferences_rank, top.variants, top.activation
 FROM top
-LEFT JOIN memories AS m ON top.item = 'memory' AND m.id = top.id
-LEFT JOIN facts AS f ON top.item = 'fact' AND f.id = top.id
+LEFT JOIN memories AS m ON top.item = 'memory' AND m.id = top.id AND m.tenant_id = %(tenant)s
+LEFT JOIN facts AS f ON top.item = 'fact' AND f.id = top.id AND f.tenant_id = %(tenant)s
 ORDER BY top.score DESC, top.item = 'fact', top.id

@@ -19,7 +19,7 @@
         FROM (
             SELECT m.id, m.text <@> to_bm25query(q.query, 'memories_text_bm25') AS score
             FROM memories AS m
-            WHERE true
+            WHERE m.tenant_id = %(tenant)s
               {memory_filters}
             ORDER BY score
             LIMIT %(keyword_memories)s
@@ -29,7 +29,7 @@
         FROM (
             SELECT f.id, f.text <@> to_bm25query(q.query, 'facts_text_bm25') AS score
             FROM facts AS f
-            WHERE true
+            WHERE f.tenant_id = %(tenant)s
               {fact_filters}
             ORDER BY score
             LIMIT %(keyword_facts)s

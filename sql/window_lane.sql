@@ -17,7 +17,8 @@
 --                      passage's (late interaction over its turns / parts)
 --   window_lane        the candidates ranked per variant, at most windows of them
 --
--- Parameters (documented in hybrid_search.sql): windows int, passage_candidates int
+-- Parameters (documented in hybrid_search.sql): tenant text, exact boolean (the dense
+-- scans exact or through an HNSW index), windows int, passage_candidates int
 -- (<= windows; 0: no passage brings in a window, the blend still scores the others),
 -- passage_share float8, seen_chars int, and the memory filters' (memory_filters.sql).
 near_passages AS (
@@ -26,11 +27,21 @@ near_passages AS (
     SELECT q.variant, hit.turn_id, hit.memory_id
     FROM q
     CROSS JOIN LATERAL (
-        SELECT p.turn_id, p.memory_id
-        FROM passages AS p
-        WHERE %(passage_share)s::float8 > 0
-        ORDER BY p.embedding <=> q.embedding
-        LIMIT %(passage_candidates)s
+        (SELECT p.turn_id, p.memory_id  -- index
+         FROM passages AS p
+         WHERE NOT %(exact)s
+           AND %(passage_share)s::float8 > 0
+           AND p.tenant_id = %(tenant)s
+         ORDER BY p.embedding <=> q.embedding
+         LIMIT %(passage_candidates)s)
+        UNION ALL
+        (SELECT p.turn_id, p.memory_id  -- exact
+         FROM passages AS p
+         WHERE %(exact)s
+           AND %(passage_share)s::float8 > 0
+           AND p.tenant_id = %(tenant)s
+         ORDER BY (p.embedding <=> q.embedding) + 0
+         LIMIT %(passage_candidates)s)
     ) AS hit
 ),
 window_candidates AS (
@@ -39,21 +50,34 @@ window_candidates AS (
            hit.chars, hit.conversation_id, hit.turn_start, hit.turn_end
     FROM q
     CROSS JOIN LATERAL (
-        SELECT m.id, m.embedding, length(m.text) AS chars, m.conversation_id,
-               m.turn_start, m.turn_end
-        FROM memories AS m
-        WHERE m.embedding IS NOT NULL
-          {memory_filters}
-        ORDER BY m.embedding <=> q.embedding
-        LIMIT %(windows)s
+        (SELECT m.id, m.embedding, length(m.text) AS chars, m.conversation_id,  -- index
+                m.turn_start, m.turn_end
+         FROM memories AS m
+         WHERE NOT %(exact)s
+           AND m.tenant_id = %(tenant)s
+           AND m.embedding IS NOT NULL
+           {memory_filters}
+         ORDER BY m.embedding <=> q.embedding
+         LIMIT %(windows)s)
+        UNION ALL
+        (SELECT m.id, m.embedding, length(m.text) AS chars, m.conversation_id,  -- exact
+                m.turn_start, m.turn_end
+         FROM memories AS m
+         WHERE %(exact)s
+           AND m.tenant_id = %(tenant)s
+           AND m.embedding IS NOT NULL
+           {memory_filters}
+         ORDER BY (m.embedding <=> q.embedding) + 0
+         LIMIT %(windows)s)
     ) AS hit
     UNION
     SELECT near.variant, m.id, m.embedding <=> q.embedding, length(m.text),  -- the windows
            m.conversation_id, m.turn_start, m.turn_end                  -- holding a near turn
     FROM near_passages AS near
     JOIN q ON q.variant = near.variant
-    JOIN turns AS t ON t.id = near.turn_id
-    JOIN memories AS m ON m.conversation_id = t.conversation_id
+    JOIN turns AS t ON t.id = near.turn_id AND t.tenant_id = %(tenant)s
+    JOIN memories AS m ON m.tenant_id = %(tenant)s
+                      AND m.conversation_id = t.conversation_id
                       AND m.turn_start BETWEEN t.seq - 100 AND t.seq  -- window_size <= 100
                       AND m.turn_end >= t.seq
     WHERE m.embedding IS NOT NULL
@@ -63,7 +87,7 @@ window_candidates AS (
            m.conversation_id, m.turn_start, m.turn_end         -- a near passage is part of
     FROM near_passages AS near
     JOIN q ON q.variant = near.variant
-    JOIN memories AS m ON m.id = near.memory_id
+    JOIN memories AS m ON m.id = near.memory_id AND m.tenant_id = %(tenant)s
     WHERE m.embedding IS NOT NULL
       {memory_filters}
 ),
@@ -87,15 +111,16 @@ window_scores AS (
     LEFT JOIN LATERAL (
         SELECT min(p.embedding <=> q.embedding) AS distance
         FROM turns AS t
-        JOIN passages AS p ON p.turn_id = t.id
+        JOIN passages AS p ON p.turn_id = t.id AND p.tenant_id = %(tenant)s
         WHERE %(passage_share)s::float8 > 0
+          AND t.tenant_id = %(tenant)s
           AND t.conversation_id = c.conversation_id
           AND t.seq BETWEEN c.turn_start AND c.turn_end
     ) AS turn_best ON true
     LEFT JOIN LATERAL (
         SELECT min(p.embedding <=> q.embedding) AS distance
         FROM passages AS p
-        WHERE %(passage_share)s::float8 > 0 AND p.memory_id = c.id
+        WHERE %(passage_share)s::float8 > 0 AND p.tenant_id = %(tenant)s AND p.memory_id = c.id
     ) AS note_best ON true
 ),
 window_lane AS (

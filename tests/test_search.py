@@ -219,7 +219,9 @@ def test_recency_prior_lifts_newer_memories(seeded: Elephant, settings: Settings
 def test_every_lane_uses_its_index(seeded: Elephant) -> None:
     variants = ["What did Melanie paint?", "Melanie"]
     vectors = seeded.embedder.embed_queries(variants)
-    params = statement_params(seeded, SearchRequest(query=variants[0]), variants, vectors, "bm25")
+    params = statement_params(
+        seeded, SearchRequest(query=variants[0]), variants, vectors, "bm25", tenant=T, way="shared"
+    )
     with seeded.db.tenant(T) as conn:
         prepare(conn, seeded, 45)
         plan = "\n".join(

@@ -59,7 +59,9 @@ def params_for(elephant: Elephant, engine: str, query: str) -> dict[str, Any]:
     variants = [query, query.split()[0]]
     vectors = [np.array(unit_vector(rng, dim), dtype=np.float32) for _ in variants]
     request = SearchRequest(query=query)
-    return statement_params(elephant, request, variants, vectors, engine, graph=(NAMED, NEIGHBOURS))
+    return statement_params(
+        elephant, request, variants, vectors, engine, tenant=T, way="shared", graph=(NAMED, NEIGHBOURS)
+    )
 
 
 def generic_plan_indexes(conn: Connection, engine: str, params: dict[str, Any]) -> set[str]:

@@ -211,7 +211,14 @@ def indexes_used(seeded: Elephant) -> Callable[[str, str], set[str]]:
         if (engine, filters) not in plans:
             request = SearchRequest(query=variants[0], filters=FILTERS[filters])
             params = statement_params(
-                seeded, request, variants, vectors, engine, graph=(NAMED, NEIGHBOURS)
+                seeded,
+                request,
+                variants,
+                vectors,
+                engine,
+                tenant=T,
+                way="shared",
+                graph=(NAMED, NEIGHBOURS),
             )
             assert params["graph"] > 0 and params["windows"] > 0 and params["facts"] > 0
             with seeded.db.tenant(T) as conn:
@@ -256,7 +263,9 @@ def test_activation_is_inlined_into_the_statement_not_called_per_row(seeded: Ele
     variants = ["w40x w41x"]
     vectors = [np.array(unit_vector(rng, seeded.settings.embedding.dim), dtype=np.float32)]
     engine = "bm25" if seeded.db.capabilities and seeded.db.capabilities.textsearch else "tsvector"
-    params = statement_params(seeded, SearchRequest(query=variants[0]), variants, vectors, engine)
+    params = statement_params(
+        seeded, SearchRequest(query=variants[0]), variants, vectors, engine, tenant=T, way="shared"
+    )
     with seeded.db.tenant(T) as conn:
         prepare(conn, seeded, max(params["windows"], params["facts"]))
         plan = "\n".join(
@@ -301,8 +310,8 @@ def test_the_service_builds_every_parameter_the_statement_names(
 ) -> None:
     named = set(re.findall(r"%\((\w+)\)[sb]", statement(engine)))
     request = SearchRequest(query="anything")
-    params = statement_params(elephant, request, ["anything"], [[0.0]], engine)
-    assert set(params) == named
+    params = statement_params(elephant, request, ["anything"], [[0.0]], engine, tenant=T)
+    assert set(params) - {"way"} == named  # way picks the statement's text (run_statement)
     header = load_sql("hybrid_search.sql").split("WITH q AS (")[0]
     assert [name for name in sorted(named) if name not in header] == []  # all documented
 
@@ -366,7 +375,7 @@ def keyword_params(elephant: Elephant, variants: list[str], filters: str) -> dic
     dim = elephant.settings.embedding.dim
     vectors = [np.array(unit_vector(rng, dim), dtype=np.float32) for _ in variants]
     request = SearchRequest(query=variants[0], filters=FILTERS[filters])
-    params = statement_params(elephant, request, variants, vectors, "tsvector")
+    params = statement_params(elephant, request, variants, vectors, "tsvector", tenant=T)
     params["keyword_memories"] = params["keyword_facts"] = 25  # deeper than the default 10
     return params
 

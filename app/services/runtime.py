@@ -14,6 +14,7 @@ from typing import Protocol
 
 from app.config import Settings
 from app.db import Database
+from app.db.tenant_indexes import WayCache
 from app.errors import DatabaseUnavailable
 from app.providers.embedder import Embedder, build_embedder
 from app.providers.llm import LLM, build_llm
@@ -44,6 +45,7 @@ class Elephant:
         self.llm = llm
         self._background: list[Stoppable] = []
         self.access = AccessRecorder(db, settings.lifecycle.access_flush_seconds)
+        self.vector_ways = WayCache(settings.search.vector_way_cache_s)
         self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
         self.leases = LeaseKeeper(db)
         self._graph_decision: GraphDecision | None = None

@@ -1,11 +1,14 @@
 """Hybrid search: query variants → one SQL statement (sql/hybrid_search.sql) → hits.
 
 Every lane of every variant runs in that one statement, fused by RRF, over the
-current tenant only (row-level security). Before it, the transaction sets
-hnsw.ef_search to at least the largest lane, turns on pgvector's iterative
-scans (so tenant filtering cannot starve a lane), and disables explicit sorts
-so that each lane is an ordered index scan (HNSW, bm25) rather than a sort of
-every tenant row.
+current tenant only (named in the statement and enforced by row-level security).
+The dense lanes are served the tenant's way (app/db/tenant_indexes.py): an exact
+scan of a small tenant's rows, or an HNSW walk over the tenant's own indexes (the
+tenant written into the statement as a literal, so the planner can use them) or
+the shared ones. Before it, the transaction sets hnsw.ef_search to at least the
+largest lane, turns on pgvector's iterative scans (so tenant filtering cannot
+starve a lane), and disables explicit sorts so that each index lane is an ordered
+index scan (HNSW, bm25) rather than a sort of every tenant row.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.config import validate_tenant_id
 from app.db.replicas import Consistency, ReplicaUnavailable
 from app.db.resources import load_statement
 from app.db.runtime import Connection
+from app.db.tenant_indexes import Way
 from app.prompts import paraphrase as paraphrase_prompt
 from app.providers.llm import LLMError
 from app.providers.reranker import RerankerError
@@ -253,6 +258,9 @@ class SearchExplain:
     date_prior: DatePrior | None
     activation_prior: ActivationPrior
     timings_ms: SearchTimings
+    # how the dense lanes were served: exact (a scan of the tenant's rows), own (its own
+    # HNSW indexes) or shared (the HNSW graphs every tenant shares)
+    vector_way: str = "exact"
 
 
 class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
@@ -282,11 +290,20 @@ class SearchResult:
 
 
 @cache
-def statement(engine: str) -> str:
+def statement(engine: str, own_indexes_of: str | None = None) -> str:
     """sql/hybrid_search.sql with its slots filled: the filters (sql/memory_filters.sql,
-    sql/fact_filters.sql) and the keyword lane of ``engine`` ("bm25" or "tsvector")."""
+    sql/fact_filters.sql) and the keyword lane of ``engine`` ("bm25" or "tsvector").
+
+    ``own_indexes_of``: a tenant with HNSW indexes of its own, written in as a literal
+    (a validated tenant id: letters, digits, '_' and '-') so that the planner proves
+    their ``WHERE tenant_id = '<tenant>'`` and walks them; a parameter cannot be proved.
+    One statement text per such tenant (a few big ones), each prepared once."""
     lane = "keyword_bm25.sql" if engine == "bm25" else "keyword_tsvector.sql"
-    return load_statement("hybrid_search.sql", keyword_lane=lane)
+    text = load_statement("hybrid_search.sql", keyword_lane=lane)
+    if own_indexes_of is None:
+        return text
+    validate_tenant_id(own_indexes_of)
+    return text.replace("%(tenant)s", "'" + own_indexes_of + "'")
 
 
 def keyword_engine(elephant: Elephant, conn: Connection | None = None) -> str:
@@ -417,6 +434,8 @@ def _search(
             vectors,
             engine,
             pool,
+            tenant=tenant,
+            way=elephant.vector_ways.get(conn, tenant),
             graph=(named, neighbours),
             dates=dates,
         )
@@ -442,6 +461,7 @@ def _search(
             variants=variants,
             lanes=lanes,
             keyword_engine=engine,
+            vector_way=params["way"],
             graph=GraphLaneReport(named=named, neighbours=neighbours),
             reranker=rerank_report,
             rrf_k=settings.rrf_k,
@@ -484,12 +504,16 @@ def statement_params(
     engine: str,
     result_limit: int | None = None,
     *,
+    tenant: str,
+    way: Way = "exact",
     graph: tuple[list[str], list[str]] = ([], []),
     dates: QuestionDates | Literal["from request"] | None = "from request",
 ) -> dict[str, Any]:
     """Every parameter of sql/hybrid_search.sql for this request.
 
-    ``graph``: the entity keys the query names and their 1-hop neighbours. ``dates``:
+    ``way``: how the tenant's dense lanes are served (app/db/tenant_indexes.py); exact
+    is right for any tenant, only slower for a big one. ``graph``: the entity keys the
+    query names and their 1-hop neighbours. ``dates``:
     the span the question names, if the caller has read it already (search() does, for
     its explain), else read here.
     """
@@ -503,6 +527,9 @@ def statement_params(
     if dates == "from request":
         dates = _question_dates(request, settings.date_weight)
     return {
+        "tenant": tenant,
+        "exact": way == "exact",
+        "way": way,  # not a statement parameter: run_statement picks the text by it
         "vectors": list(vectors),
         "texts": variants if engine == "bm25" else [keyword_text(v) for v in variants],
         **lanes,
@@ -567,7 +594,8 @@ def prepare(conn: Connection, elephant: Elephant, largest_lane: int) -> None:
 def run_statement(conn: Connection, engine: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
     """The search statement as a server-side prepared statement (psycopg keeps one per
     connection and statement text), so prepare()'s plan mode applies to it."""
-    return conn.execute(statement(engine), params, prepare=True).fetchall()
+    own = params["tenant"] if params.get("way") == "own" else None
+    return conn.execute(statement(engine, own), params, prepare=True).fetchall()
 
 
 def _hit(row: tuple[Any, ...]) -> SearchHit:

@@ -3,7 +3,9 @@
 Whoever starts the application starts it (the API's start-up, ``elephant serve``,
 ``elephant mcp``, ``elephant worker``); the runtime only stops it when it closes.
 Running a job is app/services/jobs.py. On each turn the worker also queues the
-maintenance jobs that are due (app/services/lifecycle/maintenance.py, maintenance.schedule).
+maintenance jobs that are due (app/services/lifecycle/maintenance.py, maintenance.schedule)
+and, every search.tenant_index_check_s, keeps tenants' own vector indexes
+(app/db/tenant_indexes.py).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import logging
 import threading
 import time
 
+from app.db.tenant_indexes import Keeper
 from app.errors import ElephantError
 from app.services.jobs import drain
 from app.services.lifecycle.maintenance import Scheduler
@@ -27,6 +30,13 @@ class Worker:
         self._elephant = elephant
         self._stop = threading.Event()
         self._maintenance = Scheduler(elephant, time.monotonic)
+        search = elephant.settings.search
+        self._tenant_indexes = Keeper(
+            elephant.db.admin_connection,
+            lambda: search.tenant_index_rows,
+            search.tenant_index_check_s,
+            on_change=elephant.vector_ways.forget,
+        )
         self._thread = threading.Thread(target=self._loop, name="elephant-worker", daemon=True)
 
     def start(self) -> None:
@@ -42,6 +52,7 @@ class Worker:
         interval = self._elephant.settings.worker.poll_interval_s
         while not self._stop.is_set():
             self._maintenance.tick()
+            self._tenant_indexes.tick()
             try:
                 ran = drain(self._elephant, limit=50)
             except ElephantError as exc:  # database down: wait and try again

@@ -59,6 +59,7 @@ SELECT create_distributed_table('llm_usage', 'tenant_id', colocate_with => 'conv
 SELECT create_distributed_table('kg_entities', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('kg_relations', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('access_stats', 'tenant_id', colocate_with => 'conversations');
+SELECT create_distributed_table('tenant_vector_ways', 'tenant_id', colocate_with => 'conversations');
 
 -- 5. jobs, graphs and maintenance_runs (small, operational) keep their foreign key to tenants (now a reference table), which
 --    makes them "Citus managed local tables" on the coordinator; Citus may already
