@@ -83,6 +83,7 @@ from psycopg import sql
 from app.config import Settings
 from app.db.resources import load_sql, splice
 from app.db.runtime import Connection, Database
+from app.db.tenant_indexes import Way
 from app.services.access import AccessRecorder
 from app.services.expansion import expand
 from app.services.runtime import Elephant
@@ -111,7 +112,7 @@ LANE_INDEXES = {
     "facts": "facts_embedding_hnsw",
     "keyword_memories": "memories_text_bm25",
     "keyword_facts": "facts_text_bm25",
-    "preferences": "facts_preferences",
+    "preferences": "facts_preferences_hnsw",  # shared way; exact: facts_preferences
 }
 # Where the time goes in the plan: every node on these indexes (loops included). The
 # passages of each window candidate (its best passage) are read through passages_memory.
@@ -586,11 +587,17 @@ def service(db: Database) -> Elephant:
     return cast(Elephant, SimpleNamespace(db=db, settings=db.settings, access=recorder))
 
 
-def params_for(app: Elephant, query: Query) -> dict[str, Any]:
+def params_for(
+    app: Elephant, query: Query, tenant: str = TENANT, way: Way = "shared"
+) -> dict[str, Any]:
     """What app.services.search.search passes, built by the same function: the settings'
-    lane sizes and weights, the bm25 engine, no filters, no graph lane (no entity graph)."""
+    lane sizes and weights, the bm25 engine, no filters, no graph lane (no entity graph).
+    One tenant holding every row is served by the shared graphs (app/db/tenant_indexes.py:
+    they are its own graphs already)."""
     request = SearchRequest(query=query.text)
-    return statement_params(app, request, query.variants, query.vectors, "bm25")
+    return statement_params(
+        app, request, query.variants, query.vectors, "bm25", tenant=tenant, way=way
+    )
 
 
 @dataclass(frozen=True)
