@@ -337,9 +337,11 @@ def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> 
         env = dict(os.environ)
         conninfo = db.admin_conninfo()
         if tenant is not None:
-            conninfo = db.app_conninfo()
+            # A psql session keeps its settings: never through a transaction pooler (which
+            # also refuses startup options); there the direct URL with the app role.
+            conninfo = db.session_conninfo()
             options = f"-c elephant.tenant_id={tenant}"
-            if db.embedded is None:
+            if db.embedded is None or db.pooled:
                 options += f" -c role={settings.database.app_role}"
             env["PGOPTIONS"] = options
         args = [str(binaries_dir() / "psql"), "-X", "--dbname", conninfo, *psql_args]

@@ -11,6 +11,12 @@ Cloud SQL, Supabase, Neon): every database is built with
 ``database.optional_extensions = ()``, so AGE and pg_textsearch are not created
 (the server still has them; the databases do not). Tests that are about AGE or BM25
 themselves skip there (``needs_age``, ``needs_bm25``).
+
+``ELEPHANT_TEST_POOLER=1`` runs the suite through a real PgBouncer in transaction pooling
+mode (tests/pgbouncer_support.py) with two server connections per database and role:
+the app and worker pools of every ``make_settings`` log in through it
+(``database.pooler = transaction``, ``app_url``, ``worker_url``); the migrator stays
+direct. Tests that cannot work through a pooler skip there (``not_pooled``).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from app.providers.embedder import Embedder, LocalEmbedder
 from app.providers.embedder_ollama import OllamaEmbedder
 from app.services.keys import KeyIn, create_key
 from app.services.runtime import Elephant
+from tests.pgbouncer_support import PgBouncer
 
 _counter = itertools.count()
 
@@ -57,17 +64,41 @@ needs_age = pytest.mark.skipif(
 needs_bm25 = pytest.mark.skipif(
     MANAGED, reason="needs pg_textsearch (BM25), which ELEPHANT_TEST_MANAGED=1 does not create"
 )
+POOLER = os.environ.pop("ELEPHANT_TEST_POOLER", None) == "1"
+POOLER_POOL_SIZE = 2  # server connections per database and role: shared, as in production
+_pooler: list[PgBouncer] = []  # the run's PgBouncer, once pg_server started it
+
+
+def not_pooled(reason: str) -> pytest.MarkDecorator:
+    """Skip under ELEPHANT_TEST_POOLER=1, saying why the test cannot run through a pooler."""
+    return pytest.mark.skipif(POOLER, reason=f"ELEPHANT_TEST_POOLER=1: {reason}")
 
 
 def make_settings(data_dir: Path, **sections: dict[str, Any]) -> Settings:
     """Settings for tests: explicit values only, never the machine's ELEPHANT_* variables
-    (but ELEPHANT_TEST_MANAGED=1: no optional extensions unless the test names them)."""
+    (but ELEPHANT_TEST_MANAGED=1: no optional extensions unless the test names them;
+    ELEPHANT_TEST_POOLER=1: the embedded database's app and worker through PgBouncer)."""
     if MANAGED:
         sections = {
             **sections,
             "database": {"optional_extensions": (), **sections.get("database", {})},
         }
+    if _pooler and "url" not in sections.get("database", {}):
+        sections = {**sections, "database": {**pooled(sections), **sections.get("database", {})}}
     return Settings.model_validate({"data_dir": data_dir, **sections})
+
+
+def pooled(sections: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The database settings that put the run's PgBouncer between the app and the
+    embedded database named in ``sections``."""
+    bouncer = _pooler[0]
+    name = sections.get("embedded", {}).get("database", "elephant")
+    options = sections.get("database", {})
+    return {
+        "pooler": "transaction",
+        "app_url": bouncer.url(options.get("app_role", "elephant_app"), name),
+        "worker_url": bouncer.url(options.get("worker_role", "elephant_worker"), name),
+    }
 
 
 def free_port() -> int:
@@ -83,11 +114,24 @@ def pg_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def pg_server(pg_data_dir: Path) -> Iterator[EmbeddedPostgres]:
-    """The run's PostgreSQL server."""
+    """The run's PostgreSQL server (and, with ELEPHANT_TEST_POOLER=1, its PgBouncer)."""
     server = EmbeddedPostgres(pg_data_dir / "embedded")
     server.start()
-    yield server
-    server.stop()
+    if POOLER:
+        bouncer = PgBouncer(
+            pg_data_dir / "pgbouncer",
+            server,
+            free_port(),
+            pool_size=POOLER_POOL_SIZE,
+            users=("elephant_app", "elephant_worker"),
+        )
+        _pooler.append(bouncer.start())
+    try:
+        yield server
+    finally:
+        if _pooler:
+            _pooler.pop().stop()
+        server.stop()
 
 
 @pytest.fixture(scope="session")

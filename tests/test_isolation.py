@@ -19,7 +19,7 @@ from app.db.runtime import Connection
 from app.errors import Conflict
 from app.services import queue
 from app.services.graph import operations
-from app.services.graph.age import graph_name
+from app.services.graph.age import AGE_SEARCH_PATH, graph_name
 from app.services.graph.models import RecordIn
 from app.services.runtime import Elephant
 from tests.conftest import needs_age
@@ -72,6 +72,7 @@ def cypher(conn: Connection, graph: str, query: str) -> list[Any]:
     statement = sql.SQL(
         "SELECT * FROM ag_catalog.cypher({}, $q${}$q$) AS (r ag_catalog.agtype)"
     ).format(sql.Literal(graph), sql.SQL(query))  # type: ignore[arg-type]
+    conn.execute(AGE_SEARCH_PATH)  # as the app's own Cypher calls: nothing from the session
     return conn.execute(statement).fetchall()
 
 

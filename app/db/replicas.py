@@ -122,7 +122,10 @@ class ReplicaSet:
             min_size=self._settings.pool_min_size,
             max_size=self._settings.pool_max_size,
             timeout=timeout,
-            kwargs={"connect_timeout": max(2, math.ceil(timeout))},  # libpq rounds 1 up to 2
+            kwargs={
+                "connect_timeout": max(2, math.ceil(timeout)),  # libpq rounds 1 up to 2
+                **({} if self._settings.prepares else {"prepare_threshold": None}),
+            },
             configure=configure,
             check=ConnectionPool.check_connection,
             open=False,

@@ -9,14 +9,20 @@ Three connection identities, never mixed:
 - the *worker role* (``database.worker_role``) may only claim jobs, for every
   tenant; the job itself then runs as the app role inside its tenant.
 Embedded, the roles log in directly; external, each pool does ``SET ROLE`` on
-every new connection.
+every new connection, unless ``database.app_url`` / ``worker_url`` let the roles log
+in themselves.
+
+Behind a transaction pooler (``database.pooler = transaction``) a server connection
+serves another client after each transaction, so nothing is set per session: every
+app and worker transaction starts with its own ``set_config(..., true)`` (statement
+timeout, time zone), the roles are the logins, and nothing is prepared on the server.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -26,21 +32,36 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from app.config import Settings, validate_tenant_id
+from app.config import DatabaseSettings, Settings, validate_tenant_id
 from app.db import migrate, sizing
 from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
 from app.db.keyword_index import KeywordIndexGuard
 from app.db.recovery import RETRY_AFTER_S, Recovery
 from app.db.replicas import Consistency, ReplicaSet, ReplicaState, ReplicaUnavailable
-from app.errors import Conflict, DatabaseUnavailable, InvalidInput, SchemaMismatch
+from app.errors import ConfigError, Conflict, DatabaseUnavailable, InvalidInput, SchemaMismatch
 
 log = logging.getLogger(__name__)
 
 TENANT_SETTING = "elephant.tenant_id"
+_OPEN_TENANT = "set_config(%s, %s, true)"
 # A read transaction: read only (on the primary too), scoped to the tenant like tenant().
-_OPEN_READ = "SELECT set_config('transaction_read_only', 'on', true), set_config(%s, %s, true)"
+_OPEN_READ = "set_config('transaction_read_only', 'on', true), set_config(%s, %s, true)"
+# Behind a transaction pooler, what a session would carry, set in each transaction instead.
+_LOCAL_APP = "set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true)"
+_LOCAL_WORKER = "set_config('TimeZone', 'UTC', true)"
+# The login of a role's own URL (app_url, worker_url, a replica behind the pooler).
+_LOGIN = (
+    "SELECT session_user, current_user, r.rolsuper, r.rolbypassrls "
+    "FROM pg_roles AS r WHERE r.rolname = session_user"
+)
 Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+def connect_kwargs(options: DatabaseSettings) -> dict[str, Any]:
+    """psycopg's connection arguments: ``prepare_threshold=None`` turns server-side
+    prepared statements off, ``prepare=True`` included (database.prepared_statements)."""
+    return {} if options.prepares else {"prepare_threshold": None}
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,7 @@ class Database:
             self._admin_connection, rebuild_on_restart=settings.search.bm25_rebuild_on_restart
         )
         self._lock = threading.Lock()
+        self.pooled = settings.database.transaction_pooled
 
     # ------------------------------------------------------------ lifecycle
 
@@ -116,6 +138,7 @@ class Database:
             self._enable_app_login()
         with self.admin_connection() as conn:
             self.capabilities = detect(conn)
+        self._check_logins()
         if self.capabilities.textsearch:
             self.keyword.at_start()  # before this process opens a pool (see keyword_index)
         self._pool = self._open_pool(
@@ -144,6 +167,7 @@ class Database:
             min_size=sizes[0],
             max_size=sizes[1],
             timeout=timeout,
+            kwargs=connect_kwargs(self.settings.database),
             configure=configure,
             check=ConnectionPool.check_connection,
             open=False,
@@ -184,9 +208,25 @@ class Database:
         return self._role_conninfo(self.settings.database.app_role)
 
     def _role_conninfo(self, role: str) -> str:
+        options = self.settings.database
+        own = {options.app_role: options.app_url, options.worker_role: options.worker_url}
+        url = own.get(role)
+        if url is not None:
+            return url
         if self.embedded is not None:
             return self.embedded.conninfo(role, self.settings.embedded.database)
         return self.admin_conninfo()
+
+    def _logs_in(self, role: str) -> bool:
+        """Whether the pool of ``role`` connects as that role (else it does SET ROLE)."""
+        options = self.settings.database
+        own = {options.app_role: options.app_url, options.worker_role: options.worker_url}
+        return self.embedded is not None or own.get(role) is not None
+
+    def session_conninfo(self) -> str:
+        """A connection that may keep session state (LISTEN): the app role's, unless a
+        transaction pooler sits in between; then the migrator's direct database.url."""
+        return self.admin_conninfo() if self.pooled else self.app_conninfo()
 
     @contextmanager
     def admin_connection(self) -> Iterator[Connection]:
@@ -222,10 +262,35 @@ class Database:
         return self._pool
 
     @contextmanager
-    def connection(self) -> Iterator[Connection]:
-        """An app-role connection with no tenant: sees shared tables only (meta, versions)."""
+    def connection(self, *, snapshot: bool = False) -> Iterator[Connection]:
+        """One app-role transaction with no tenant: sees shared tables only (meta, versions,
+        keys through their functions). The pool commits it on success, rolls it back on an
+        error. Behind a transaction pooler it opens with the transaction-local settings.
+        ``snapshot``: REPEATABLE READ, READ ONLY (which must precede any other statement)."""
         with self._pooled(self.pool) as conn:
+            if snapshot:
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._begin(conn)
             yield conn
+
+    def _begin(
+        self,
+        conn: Connection,
+        first: str = "",
+        params: Sequence[object] = (),
+        *,
+        worker: bool = False,
+    ) -> None:
+        """The first statement of a transaction: ``first`` (``set_config`` calls) and, behind
+        a transaction pooler, what a session would carry otherwise, in one round trip."""
+        parts, args = ([first], list(params)) if first else ([], [])
+        if self.pooled and worker:
+            parts.append(_LOCAL_WORKER)
+        elif self.pooled:
+            parts.append(_LOCAL_APP)
+            args.append(str(self.settings.database.statement_timeout_ms))
+        if parts:
+            conn.execute("SELECT " + ", ".join(parts), args)
 
     @contextmanager
     def _pooled(self, pool: ConnectionPool[Connection]) -> Iterator[Connection]:
@@ -261,7 +326,8 @@ class Database:
 
     @contextmanager
     def worker_connection(self) -> Iterator[Connection]:
-        """A worker-role connection: it can claim jobs of every tenant and read nothing else."""
+        """One worker-role transaction (the pool commits it on success): it can claim jobs
+        of every tenant and read nothing else."""
         with self._lock:
             if self._worker_pool is None:
                 self._worker_pool = self._open_pool(
@@ -271,14 +337,15 @@ class Database:
                     "elephant-worker",
                 )
         with self._pooled(self._worker_pool) as conn:
+            self._begin(conn, worker=True)
             yield conn
 
     def _configure_worker_connection(self, conn: Connection) -> None:
-        if self.embedded is None:
-            conn.execute(
-                sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.worker_role))
-            )
-        conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
+        if not self.pooled:  # pooled: each transaction sets its own (_begin)
+            role = self.settings.database.worker_role
+            if not self._logs_in(role):
+                conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
+            conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
         conn.commit()
 
     def forget_tenant(self, tenant_id: str) -> None:
@@ -295,8 +362,8 @@ class Database:
             raise InvalidInput(str(exc)) from None
         created = False
         try:
-            with self.connection() as conn, conn.transaction():
-                conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant_id))
+            with self._pooled(self.pool) as conn, conn.transaction():
+                self._begin(conn, _OPEN_TENANT, (TENANT_SETTING, tenant_id))
                 if tenant_id not in self._known_tenants:
                     conn.execute(
                         "INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
@@ -340,14 +407,14 @@ class Database:
         replicas = self._replicas if consistency == "replica" else None
         lease = None if replicas is None else replicas.acquire()
         if replicas is None or lease is None:
-            with self.connection() as conn, conn.transaction():
-                conn.execute(_OPEN_READ, (TENANT_SETTING, tenant_id))
+            with self._pooled(self.pool) as conn, conn.transaction():
+                self._begin(conn, _OPEN_READ, (TENANT_SETTING, tenant_id))
                 yield conn
             return
         served = False
         try:
             with lease.conn.transaction():
-                lease.conn.execute(_OPEN_READ, (TENANT_SETTING, tenant_id))
+                self._begin(lease.conn, _OPEN_READ, (TENANT_SETTING, tenant_id))
                 yield lease.conn
             served = True
         except psycopg.errors.QueryCanceled as exc:  # statement timeout, as on the primary
@@ -375,16 +442,22 @@ class Database:
 
     def _configure_replica_connection(self, conn: Connection) -> None:
         """Set up like the primary's app connections. Embedded, those log in as the app role
-        and skip SET ROLE; a replica URL names its own user, so the role is set first."""
-        if self.embedded is not None:
-            conn.execute(
-                sql.SQL("SET ROLE {}").format(sql.Identifier(self.settings.database.app_role))
-            )
+        and skip SET ROLE; a replica URL names its own user, so the role is set first.
+        Behind a transaction pooler the replica URL must log in as the app role itself."""
+        role = self.settings.database.app_role
+        if self.pooled:
+            self._check_login(conn, role, "a replica URL")
+        elif self.embedded is not None:
+            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
         self._configure_connection(conn)
 
     def _configure_connection(self, conn: Connection) -> None:
+        if self.pooled:  # nothing may outlive a transaction: each one sets its own (_begin)
+            register_vector(conn)
+            conn.commit()
+            return
         age = self.capabilities is not None and self.capabilities.age
-        if self.embedded is None:
+        if not self._logs_in(self.settings.database.app_role):
             if age and "age" not in self.capabilities_preloaded():
                 # AGE must be loaded in every session unless the server preloads it;
                 # LOAD needs the connecting (not the app) role's rights.
@@ -406,6 +479,54 @@ class Database:
 
     def capabilities_preloaded(self) -> tuple[str, ...]:
         return () if self.capabilities is None else self.capabilities.preloaded
+
+    # ------------------------------------------------------------ logins
+
+    def _check_logins(self) -> None:
+        """A role URL (app_url, worker_url) must log in as exactly its role: row-level
+        security needs the app role to be neither superuser nor BYPASSRLS, and behind a
+        transaction pooler no SET ROLE could fix a wrong login."""
+        options = self.settings.database
+        for role, url, key in (
+            (options.app_role, options.app_url, "database.app_url"),
+            (options.worker_role, options.worker_url, "database.worker_url"),
+        ):
+            if url is None:
+                continue
+            try:
+                conn = psycopg.connect(
+                    url,
+                    connect_timeout=int(options.connect_timeout_s),
+                    **connect_kwargs(options),
+                )
+            except psycopg.OperationalError as exc:
+                raise DatabaseUnavailable(
+                    f"cannot connect through {key}: {exc}".strip(), retry_after_s=RETRY_AFTER_S
+                ) from None
+            with conn:
+                self._check_login(conn, role, key)
+
+    def _check_login(self, conn: Connection, role: str, key: str) -> None:
+        """Refuse (ConfigError) a login that is not ``role`` or that bypasses row-level
+        security."""
+        row = conn.execute(_LOGIN).fetchone()
+        conn.rollback()
+        assert row is not None
+        login, current, superuser, bypass = row
+        why = None
+        if superuser:
+            why = "is a superuser"
+        elif bypass:
+            why = "has BYPASSRLS"
+        elif login != role or current != role:
+            runs_as = f" (it runs as {current})" if current != login else ""
+            why = f"is not the role {role}{runs_as}"
+        if why is not None:
+            raise ConfigError(
+                f"{key} logs in as {login}, which {why}: it must log in as {role} itself "
+                "(row-level security applies to it; no SET ROLE survives a transaction pooler). "
+                f"Give {role} a login (ALTER ROLE {role} LOGIN PASSWORD '...') and name it there"
+            )
 
     # ------------------------------------------------------------ schema
 

@@ -176,7 +176,7 @@ class AccessRecorder:
         Not ``Database.tenant``: a batch must not create the row of a tenant erased since
         its searches ran."""
         try:
-            with self._db.connection() as conn, conn.transaction():
+            with self._db.connection() as conn:
                 conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
                 _upsert(conn, tenant, uses)
         except psycopg.errors.ForeignKeyViolation:

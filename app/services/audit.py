@@ -55,7 +55,7 @@ def record(db: Database, **entry: Any) -> None:
     """Write one entry in its own transaction; a failure is logged, never raised to a caller
     whose action already happened."""
     try:
-        with db.connection() as conn, conn.transaction():
+        with db.connection() as conn:
             write(conn, **entry)
     except (ElephantError, psycopg.Error) as exc:
         log.error("audit entry %s not written: %s", entry.get("action"), exc)

@@ -92,7 +92,7 @@ def authenticate(db: Database, key: str | None, client: str | None = None) -> Pr
     match = KEY_PATTERN.match(key)
     if match is None:
         raise Unauthorized(INVALID_KEY)
-    with db.connection() as conn, conn.transaction():
+    with db.connection() as conn:
         row = conn.execute(
             "SELECT id, secret_hash, name, tenant_id, scopes, expires_at, revoked_at, "
             "last_used_at FROM elephant_lookup_key(%s)",

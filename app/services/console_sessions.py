@@ -42,7 +42,7 @@ def sign_in(db: Database, key: str, client: str | None, hours: float) -> Console
     if not principal.has("read"):
         raise Forbidden("the console needs a key with the 'read' scope")
     token = secrets.token_urlsafe(TOKEN_BYTES)
-    with db.connection() as conn, conn.transaction():
+    with db.connection() as conn:
         row = conn.execute(
             "SELECT elephant_console_open(%s, %s, %s, %s)",
             (_hash(token), principal.key_id, round(hours * 3600), client),
@@ -75,7 +75,7 @@ def session_principal(db: Database, token: str | None) -> Principal | None:
 
 def sign_out(db: Database, token: str | None) -> None:
     if token and len(token) <= 200:
-        with db.connection() as conn, conn.transaction():
+        with db.connection() as conn:
             conn.execute("SELECT elephant_console_close(%s)", (_hash(token),))
 
 

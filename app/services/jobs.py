@@ -96,7 +96,7 @@ def drain(elephant: Elephant, *, limit: int | None = None) -> int:
     """Run claimable jobs until none is left (or ``limit`` ran); returns how many ran."""
     ran = 0
     while limit is None or ran < limit:
-        with elephant.db.worker_connection() as conn, conn.transaction():
+        with elephant.db.worker_connection() as conn:
             jobs = queue.claim(conn, 1)
         if not jobs:
             return ran

@@ -76,7 +76,7 @@ class LeaseKeeper:
 
     def _call(self, action: queue.LeaseAction, ids: list[int]) -> None:
         try:
-            with self._db.worker_connection() as conn, conn.transaction():
+            with self._db.worker_connection() as conn:
                 action(conn, ids)
         except (ElephantError, psycopg.Error) as exc:  # the database is away: try next beat
             log.warning("job leases %s not updated: %s", ids, exc)

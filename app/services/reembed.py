@@ -990,7 +990,7 @@ class EmbeddingFollower:
     def start(self) -> None:
         """Check the database's model now (a process started after a swap, with the old
         model configured, must not embed with it); preloading happens in the thread."""
-        with self._elephant.db.connection() as conn, conn.transaction():
+        with self._elephant.db.connection() as conn:
             self.sync(conn, preload=False)
         self._thread.start()
 
@@ -1026,10 +1026,12 @@ class EmbeddingFollower:
             self._preloaded = None
 
     def _listen(self) -> None:
-        """LISTEN on a connection of its own; sync at each notification and every poll_s."""
+        """LISTEN on a connection of its own (a session: never through a transaction
+        pooler); sync at each notification and every poll_s."""
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._elephant.db.app_conninfo(), autocommit=True) as conn:
+                conninfo = self._elephant.db.session_conninfo()
+                with psycopg.connect(conninfo, autocommit=True) as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
                     last = 0.0
                     while not self._stop.is_set():

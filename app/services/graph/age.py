@@ -32,7 +32,13 @@ from app.services.graph.walk import walk_by_hops
 log = logging.getLogger(__name__)
 
 ENTITY_LABEL = "Entity"
-AGE_SEARCH_PATH = "SELECT set_config('search_path', '\"$user\", public, ag_catalog', true)"
+# Also an agtype literal: its input function loads AGE's library into a session that has
+# not loaded it (no preload, no LOAD 'age'), and with it the parser hook the next statement's
+# cypher() needs. A role that logs in itself (behind a transaction pooler) may not run LOAD.
+AGE_SEARCH_PATH = (
+    "SELECT set_config('search_path', '\"$user\", public, ag_catalog', true), "
+    "'null'::ag_catalog.agtype"
+)
 _GRAPH_NAME = re.compile(r"^g_[a-z0-9_]{1,40}_[0-9a-f]{8}$")
 
 

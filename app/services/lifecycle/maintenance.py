@@ -118,7 +118,7 @@ def last_report(conn: Connection, job_id: int) -> Report | None:
 
 def tenants(elephant: Elephant) -> list[str]:
     """Every tenant id (through the worker role, which reads no tenant's rows)."""
-    with elephant.db.worker_connection() as conn, conn.transaction():
+    with elephant.db.worker_connection() as conn:
         rows = conn.execute("SELECT id FROM elephant_maintenance_tenants() AS t(id)").fetchall()
     return [str(row[0]) for row in rows]
 
@@ -136,7 +136,7 @@ def enqueue_due(elephant: Elephant) -> dict[str, int]:
     """Queue the maintenance jobs that are due, one per tenant and kind; kind -> queued."""
     attempts = elephant.settings.worker.max_attempts
     queued: dict[str, int] = {}
-    with elephant.db.worker_connection() as conn, conn.transaction():
+    with elephant.db.worker_connection() as conn:
         for kind, hours in sorted(scheduled(elephant).items()):  # one lock order for all
             row = conn.execute(
                 "SELECT elephant_schedule_maintenance(%s, %s, %s)",

@@ -57,8 +57,7 @@ def snapshot(db: Database, tenant: str) -> Iterator[Connection]:
         validate_tenant_id(tenant)
     except ValueError as exc:
         raise InvalidInput(str(exc)) from None
-    with db.connection() as conn, conn.transaction():
-        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+    with db.connection(snapshot=True) as conn:
         conn.execute(
             "SELECT set_config(%s, %s, true), set_config('statement_timeout', '0', true)",
             (TENANT_SETTING, tenant),
