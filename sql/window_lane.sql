@@ -60,15 +60,17 @@ window_candidates AS (
          ORDER BY m.embedding <=> q.embedding
          LIMIT %(windows)s)
         UNION ALL
-        (SELECT m.id, m.embedding, length(m.text) AS chars, m.conversation_id,  -- exact
-                m.turn_start, m.turn_end
-         FROM memories AS m
-         WHERE %(exact)s
-           AND m.tenant_id = %(tenant)s
-           AND m.embedding IS NOT NULL
-           {memory_filters}
-         ORDER BY (m.embedding <=> q.embedding) + 0
-         LIMIT %(windows)s)
+        SELECT m.id, m.embedding, length(m.text) AS chars, m.conversation_id,  -- exact:
+               m.turn_start, m.turn_end          -- the nearest ids first, then their rows,
+        FROM (SELECT m.id                        -- so no text is read (or detoasted) for
+              FROM memories AS m                 -- the rows that are not returned
+              WHERE %(exact)s
+                AND m.tenant_id = %(tenant)s
+                AND m.embedding IS NOT NULL
+                {memory_filters}
+              ORDER BY (m.embedding <=> q.embedding) + 0
+              LIMIT %(windows)s) AS near
+        JOIN memories AS m ON m.id = near.id AND m.tenant_id = %(tenant)s
     ) AS hit
     UNION
     SELECT near.variant, m.id, m.embedding <=> q.embedding, length(m.text),  -- the windows

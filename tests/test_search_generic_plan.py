@@ -38,7 +38,7 @@ LANE_INDEXES = {
     "facts_embedding_hnsw",
     "passages_embedding_hnsw",
     "fact_entities_entity",
-    "facts_preferences",
+    "facts_preferences_hnsw",
 }
 BM25_INDEXES = {"memories_text_bm25", "facts_text_bm25"}
 QUERIES = ["w40x w41x Entity-7 story", "w3x w9x", "w120x entity-3 w7x w8x"]

@@ -68,12 +68,12 @@ LANES = [
     lane("bm25", "facts_text_bm25", "keyword-facts-bm25"),
     lane("bm25", "fact_entities_entity", "graph-fact_entities"),
     lane("bm25", "passages_embedding_hnsw", "passages-hnsw"),
-    lane("bm25", "facts_preferences", "preferences-partial"),
+    lane("bm25", "facts_preferences_hnsw", "preferences-hnsw"),
     lane("tsvector", "memories_embedding_hnsw", "tsvector-windows-hnsw"),
     lane("tsvector", "facts_embedding_hnsw", "tsvector-facts-hnsw"),
     lane("tsvector", "fact_entities_entity", "tsvector-graph-fact_entities"),
     lane("tsvector", "passages_embedding_hnsw", "tsvector-passages-hnsw"),
-    lane("tsvector", "facts_preferences", "tsvector-preferences-partial"),
+    lane("tsvector", "facts_preferences_hnsw", "tsvector-preferences-hnsw"),
     lane("tsvector", "memories_tsv_gin", "keyword-memories-gin"),
     lane("tsvector", "facts_tsv_gin", "keyword-facts-gin"),
 ]
@@ -284,10 +284,11 @@ def test_activation_is_inlined_into_the_statement_not_called_per_row(seeded: Ele
 def test_each_filter_is_written_once_and_spliced_into_every_lane(engine: str) -> None:
     text = statement(engine)
     assert not [line for line in text.splitlines() if line.strip().startswith("{")]
-    # windows (nearest windows, windows of near turns, long notes of near passages) +
-    # keyword memories + windows of found facts; facts + keyword facts + graph_facts + preferences
-    assert text.count(fragment("memory_filters.sql").splitlines()[0]) == 5
-    assert text.count("WHEN %(include_expired)s THEN true") == 4
+    # windows (nearest windows by index and exactly, windows of near turns, long notes of
+    # near passages) + keyword memories + windows of found facts; facts (index, exact) +
+    # keyword facts + graph_facts + preferences (index, exact)
+    assert text.count(fragment("memory_filters.sql").splitlines()[0]) == 6
+    assert text.count("WHEN %(include_expired)s THEN true") == 6
     for name in ("memory_filters.sql", "fact_filters.sql", "hybrid_search.sql"):
         assert load_sql(name).count("WHEN %(include_expired)s THEN true") == (
             1 if name == "fact_filters.sql" else 0

@@ -14,6 +14,8 @@ valid it is served by the shared graphs, as every tenant was before.
   the app role reads its own tenant's row, the worker's admin connection writes.
   Filled here from today's counts: tenants already above the default threshold are
   served by the shared graphs until their own indexes are built.
+- The vectors of memories, facts and passages are stored in the row (STORAGE MAIN), so
+  the exact scan does not fetch each one back from TOAST.
 - `passages_tenant`: the exact scan's way into a tenant's passages (memories and facts
   already have tenant-leading indexes).
 - `facts_preferences_hnsw`: a partial HNSW graph over preference facts only, so the
@@ -78,6 +80,13 @@ def upgrade() -> None:
     ):  # fmt: skip
         target = "TABLE tenant_vector_ways" if not column else f"COLUMN tenant_vector_ways{column}"
         op.execute(f"COMMENT ON {target} IS '{text}'")
+    # Vectors stay in the row (MAIN: compressed or moved out last, after the text), so an
+    # exact scan reads each candidate's vector from its heap page, not from TOAST (a
+    # 5-turn window's row is ~2.5 kB, over the 2 kB TOAST threshold: with the default
+    # EXTERNAL the 1.5 kB vector went out first, ~12 us per row to fetch back). Rows
+    # written before keep their place until rewritten.
+    for table in ("memories", "facts", "passages"):
+        op.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE MAIN")
     op.execute("CREATE INDEX passages_tenant ON passages (tenant_id)")
     op.execute(
         "CREATE INDEX facts_preferences_hnsw ON facts "
@@ -129,6 +138,8 @@ def downgrade() -> None:
         END $$
         """
     )
+    for table in ("memories", "facts", "passages"):
+        op.execute(f"ALTER TABLE {table} ALTER COLUMN embedding SET STORAGE EXTERNAL")
     op.execute("DROP INDEX facts_preferences_hnsw")
     op.execute("DROP INDEX passages_tenant")
     op.execute("DROP TABLE tenant_vector_ways")
