@@ -11,8 +11,10 @@ INSERT INTO access_stats AS a (tenant_id, item_id, item_kind, access_count, last
 SELECT %(tenant)s, u.id, u.kind, u.uses, u.last_at
 FROM unnest(%(ids)s::uuid[], %(kinds)s::text[], %(counts)s::int[], %(last_at)s::timestamptz[])
      AS u(id, kind, uses, last_at)
-WHERE (u.kind = 'memory' AND EXISTS (SELECT 1 FROM memories AS m WHERE m.id = u.id))
-   OR (u.kind = 'fact' AND EXISTS (SELECT 1 FROM facts AS f WHERE f.id = u.id))
+WHERE (u.kind = 'memory' AND EXISTS (SELECT 1 FROM memories AS m
+                                     WHERE m.tenant_id = %(tenant)s AND m.id = u.id))
+   OR (u.kind = 'fact' AND EXISTS (SELECT 1 FROM facts AS f
+                                   WHERE f.tenant_id = %(tenant)s AND f.id = u.id))
 ORDER BY u.id
 ON CONFLICT (tenant_id, item_id) DO UPDATE
    SET access_count = least(a.access_count::bigint + excluded.access_count, 2147483647),

@@ -1,5 +1,6 @@
 -- A-MAC gate metrics for the current tenant: decisions, accept rate and the
 -- distribution of composite scores (one bucket per point, 0-10).
+--   %(tenant)s  text  the tenant (also elephant.tenant_id)
 SELECT count(*)                                               AS total,
        count(*) FILTER (WHERE decision = 'accepted')          AS accepted,
        count(*) FILTER (WHERE decision = 'rejected')          AS rejected,
@@ -14,7 +15,8 @@ SELECT count(*)                                               AS total,
            (SELECT jsonb_object_agg(bucket, n ORDER BY bucket)
               FROM (SELECT least(floor(composite)::int, 9) AS bucket, count(*) AS n
                       FROM admission_log
-                     WHERE composite IS NOT NULL
+                     WHERE tenant_id = %(tenant)s AND composite IS NOT NULL
                      GROUP BY 1) AS buckets),
            '{}'::jsonb)                                       AS composite_histogram
-FROM admission_log;
+FROM admission_log
+WHERE tenant_id = %(tenant)s;

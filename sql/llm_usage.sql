@@ -1,5 +1,6 @@
 -- LLM calls of the current tenant since a time, summed by day (UTC) and operation,
 -- by operation, by day, and in all (GROUPING SETS: one statement, one scan).
+--   %(tenant)s text          the tenant (also elephant.tenant_id)
 --   %(since)s  timestamptz   the window's start
 -- no_day / no_operation: 1 on the rows that sum over every day / every operation.
 -- latency: mean and 95th percentile of the calls' latency_ms (retries included).
@@ -16,6 +17,6 @@ SELECT day,
   FROM (SELECT (created_at AT TIME ZONE 'UTC')::date AS day, operation, ok,
                tokens_in, tokens_out, latency_ms
           FROM llm_usage
-         WHERE created_at >= %(since)s) AS calls
+         WHERE tenant_id = %(tenant)s AND created_at >= %(since)s) AS calls
  GROUP BY GROUPING SETS ((day, operation), (operation), (day), ())
  ORDER BY no_day, no_operation, day, operation;

@@ -1,6 +1,7 @@
 -- For each new text's vector: the current tenant's most similar stored memories.
 -- Feeds novelty (A-MAC gate) and near-duplicate detection in one round trip.
--- Row-level security limits the scan to the tenant of the transaction.
+-- The statement names the tenant, and row-level security limits the scan to it too.
+--   %(tenant)s                text      the tenant (also elephant.tenant_id)
 --   vectors                   vector[]  one per new text, in order (sent binary)
 --   %(k)s                     int       neighbours per vector
 --   %(exclude_conversation)s  uuid      windows of this conversation are skipped
@@ -13,7 +14,8 @@ FROM unnest(%(vectors)b::vector[]) WITH ORDINALITY AS q(embedding, ord)
 CROSS JOIN LATERAL (
     SELECT m.id, m.text, m.embedding <=> q.embedding AS distance
     FROM memories AS m
-    WHERE m.embedding IS NOT NULL
+    WHERE m.tenant_id = %(tenant)s
+      AND m.embedding IS NOT NULL
       AND (%(exclude_conversation)s::uuid IS NULL
            OR m.conversation_id IS DISTINCT FROM %(exclude_conversation)s::uuid)
     ORDER BY m.embedding <=> q.embedding

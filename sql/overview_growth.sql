@@ -1,5 +1,6 @@
 -- Memories and facts added per day (UTC) over a window, with running totals, for
 -- the current tenant (row-level security picks the rows).
+--   %(tenant)s text          the tenant (also elephant.tenant_id)
 --   %(first)s  date          the window's first day (UTC)
 --   %(last)s   date          the window's last day (UTC), usually today
 --   %(since)s  timestamptz   midnight UTC at the start of %(first)s
@@ -12,16 +13,18 @@ WITH days AS (
 ), memories_added AS (
     SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n
       FROM memories
-     WHERE created_at >= %(since)s
+     WHERE tenant_id = %(tenant)s AND created_at >= %(since)s
      GROUP BY 1
 ), facts_added AS (
     SELECT (created_at AT TIME ZONE 'UTC')::date AS day, count(*) AS n
       FROM facts
-     WHERE created_at >= %(since)s
+     WHERE tenant_id = %(tenant)s AND created_at >= %(since)s
      GROUP BY 1
 ), earlier AS (
-    SELECT (SELECT count(*) FROM memories WHERE created_at < %(since)s) AS memories,
-           (SELECT count(*) FROM facts WHERE created_at < %(since)s)    AS facts
+    SELECT (SELECT count(*) FROM memories
+             WHERE tenant_id = %(tenant)s AND created_at < %(since)s) AS memories,
+           (SELECT count(*) FROM facts
+             WHERE tenant_id = %(tenant)s AND created_at < %(since)s) AS facts
 )
 SELECT days.day,
        coalesce(m.n, 0)                                              AS memories_added,

@@ -2,6 +2,7 @@
 -- the candidates it may contradict. One round trip for a whole extraction batch.
 --   ids uuid[], subjects text[] (lower-case), vectors vector[] (binary): parallel arrays
 --   %(k)s int  candidates per fact
+--   %(tenant)s text  the tenant (also elephant.tenant_id)
 SELECT q.ord::int                              AS ord,
        f.id,
        f.text,
@@ -12,7 +13,8 @@ FROM unnest(%(ids)s::uuid[], %(subjects)s::text[], %(vectors)b::vector[])
 CROSS JOIN LATERAL (
     SELECT c.id, c.text, c.valid_from, c.embedding <=> q.embedding AS distance
     FROM facts AS c
-    WHERE c.status = 'active'
+    WHERE c.tenant_id = %(tenant)s
+      AND c.status = 'active'
       AND c.expired_at IS NULL
       AND c.subject_key = q.subject
       AND c.id <> q.id

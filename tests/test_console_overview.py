@@ -53,7 +53,7 @@ def seeded(console_site: ConsoleSite, elephant: Elephant) -> dict[str, int]:
         commit_note(elephant, TENANT, NoteIn(text=text, source="overview-test"), wait=True)
     with elephant.db.tenant(TENANT) as conn:
         job_id = queue.enqueue(conn, TENANT, "extract_facts", {}, max_attempts=1)
-        job = queue.claim_one(conn, job_id)
+        job = queue.claim_one(conn, TENANT, job_id)
         assert job is not None
         assert queue.fail(conn, job, JOB_ERROR, 0.0) == "failed"
         for operation, tokens_in, tokens_out, ok in (

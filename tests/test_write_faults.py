@@ -169,7 +169,7 @@ def test_background_worker_drains_the_queue(
         state = None
         while time.monotonic() < deadline:
             with db.tenant("bg") as conn:
-                state = queue.status(conn, result.job_id)  # type: ignore[arg-type]
+                state = queue.status(conn, "bg", result.job_id)  # type: ignore[arg-type]
             if state == "done":
                 break
             time.sleep(0.05)
@@ -193,7 +193,7 @@ def test_a_started_worker_stops_when_the_runtime_closes(
     while time.monotonic() < deadline and state != "done":
         time.sleep(0.05)
         with db.tenant("bg-started") as conn:
-            state = queue.status(conn, result.job_id)  # type: ignore[arg-type]
+            state = queue.status(conn, "bg-started", result.job_id)  # type: ignore[arg-type]
     elephant.close_providers()
     assert state == "done"
     assert not worker._thread.is_alive()

@@ -70,7 +70,7 @@ def _mean(value: Any) -> float | None:
 
 def metrics(elephant: Elephant, tenant: str, recent: int = 20) -> GateMetrics:
     with elephant.db.tenant(tenant) as conn:
-        cursor = conn.execute(load_sql("admission_metrics.sql"))
+        cursor = conn.execute(load_sql("admission_metrics.sql"), {"tenant": tenant})
         names = [column.name for column in cursor.description or []]
         row = cursor.fetchone()
         assert row is not None
@@ -78,8 +78,8 @@ def metrics(elephant: Elephant, tenant: str, recent: int = 20) -> GateMetrics:
         rejections = conn.execute(
             "SELECT id, memory_id, kind, source, text_preview, relevance, novelty, specificity, "
             "composite, threshold, reason, scorer, created_at FROM admission_log "
-            "WHERE decision = 'rejected' ORDER BY id DESC LIMIT %s",
-            (recent,),
+            "WHERE tenant_id = %s AND decision = 'rejected' ORDER BY id DESC LIMIT %s",
+            (tenant, recent),
         ).fetchall()
         threshold = tenant_threshold(conn, elephant, tenant)
     counts = GateCounts(

@@ -220,6 +220,7 @@ def _embed(elephant: Elephant, texts: Sequence[str]) -> Vectors | None:
 
 def _nearest(
     conn: Connection,
+    tenant: str,
     embeddings: Vectors,
     k: int,
     exclude_conversation: str | None = None,
@@ -228,6 +229,7 @@ def _nearest(
     rows = conn.execute(
         load_sql("nearest_memories.sql"),
         {
+            "tenant": tenant,
             "vectors": list(embeddings),
             "k": k,
             "exclude_conversation": exclude_conversation,
@@ -276,16 +278,18 @@ def _novelty_similarity(
     return max((hit[2] for hit in hits if hit[0] not in differing), default=None)
 
 
-def _bump(conn: Connection, memory_id: str) -> None:
+def _bump(conn: Connection, tenant: str, memory_id: str) -> None:
     conn.execute(
-        "UPDATE memories SET seen_count = seen_count + 1, last_seen_at = now() WHERE id = %s",
-        (memory_id,),
+        "UPDATE memories SET seen_count = seen_count + 1, last_seen_at = now() "
+        "WHERE tenant_id = %s AND id = %s",
+        (tenant, memory_id),
     )
 
 
-def _existing_by_hash(conn: Connection, digests: Sequence[str]) -> dict[str, str]:
+def _existing_by_hash(conn: Connection, tenant: str, digests: Sequence[str]) -> dict[str, str]:
     rows = conn.execute(
-        "SELECT content_hash, id FROM memories WHERE content_hash = ANY(%s)", (list(digests),)
+        "SELECT content_hash, id FROM memories WHERE tenant_id = %s AND content_hash = ANY(%s)",
+        (tenant, list(digests)),
     ).fetchall()
     return {str(digest): str(memory_id) for digest, memory_id in rows}
 
@@ -300,13 +304,13 @@ def _screen(
     exclude_conversation: str | None = None,
 ) -> list[tuple[gate.GateVerdict, str | None]]:
     """Per candidate: its verdict and, for a duplicate, the memory it duplicates."""
-    existing = _existing_by_hash(conn, [c.digest for c in candidates])
+    existing = _existing_by_hash(conn, tenant, [c.digest for c in candidates])
     embedded = [i for i, c in enumerate(candidates) if c.embedding is not None]
     neighbours: dict[int, list[tuple[str, str, float]]] = {}
     if embedded:
         vectors = np.stack([candidates[i].embedding for i in embedded])  # type: ignore[misc]
         found = _nearest(
-            conn, vectors, elephant.settings.gate.novelty_neighbours, exclude_conversation
+            conn, tenant, vectors, elephant.settings.gate.novelty_neighbours, exclude_conversation
         )
         neighbours = {embedded[pos]: hits for pos, hits in found.items()}
     threshold = gate.tenant_threshold(conn, elephant, tenant)
@@ -362,7 +366,7 @@ def commit_note(elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = F
         result = NoteResult(memory_id=None, status="rejected", gate=verdict)
         if verdict.decision == "duplicate":
             assert duplicate_of is not None
-            _bump(conn, duplicate_of)
+            _bump(conn, tenant, duplicate_of)
             result = NoteResult(duplicate_of, "duplicate", verdict, duplicate_of=duplicate_of)
         elif verdict.admitted:
             row = conn.execute(
@@ -408,7 +412,9 @@ def commit_note(elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = F
 
 def _enqueue_backfill(elephant: Elephant, conn: Connection, tenant: str) -> None:
     pending = conn.execute(
-        "SELECT 1 FROM jobs WHERE kind = 'embed_memories' AND status IN ('queued', 'running')"
+        "SELECT 1 FROM jobs WHERE tenant_id = %s AND kind = 'embed_memories' "
+        "AND status IN ('queued', 'running')",
+        (tenant,),
     ).fetchone()
     if pending is None:
         queue.enqueue(
@@ -481,7 +487,7 @@ def commit_conversation(
             windows, candidates, screened, stored, strict=True
         ):
             if duplicate_of is not None:
-                _bump(conn, duplicate_of)
+                _bump(conn, tenant, duplicate_of)
             status: CommitStatus = (
                 "duplicate" if duplicate_of else "stored" if memory_id else "rejected"
             )
@@ -543,12 +549,14 @@ def _upsert_conversation(
     """The conversation's id and the seq its new turns start at (appending is allowed)."""
     if conversation.conversation_id is not None:
         row = conn.execute(
-            "SELECT id FROM conversations WHERE external_id = %s FOR UPDATE",
-            (conversation.conversation_id,),
+            "SELECT id FROM conversations WHERE tenant_id = %s AND external_id = %s FOR UPDATE",
+            (tenant, conversation.conversation_id),
         ).fetchone()
         if row is not None:
             offset = conn.execute(
-                "SELECT coalesce(max(seq) + 1, 0) FROM turns WHERE conversation_id = %s", (row[0],)
+                "SELECT coalesce(max(seq) + 1, 0) FROM turns "
+                "WHERE tenant_id = %s AND conversation_id = %s",
+                (tenant, row[0]),
             ).fetchone()
             assert offset is not None
             return str(row[0]), int(offset[0])

@@ -41,6 +41,7 @@ def check(elephant: Elephant, conn: Connection, tenant: str, facts: list[StoredF
     rows = conn.execute(
         load_sql("similar_facts.sql"),
         {
+            "tenant": tenant,
             "ids": [fact.id for fact in subjects],
             "subjects": [str(fact.subject).lower() for fact in subjects],
             "vectors": [fact.embedding for fact in subjects],
@@ -121,10 +122,12 @@ def _close(
         "UPDATE facts AS old SET status = 'superseded', superseded_by = new.id, "
         "expired_at = greatest(now(), old.recorded_at), "
         "valid_to = greatest(coalesce(new.valid_from, "
-        "(SELECT coalesce(m.event_at, m.created_at) FROM memories m WHERE m.id = new.memory_id), "
+        "(SELECT coalesce(m.event_at, m.created_at) FROM memories m "
+        " WHERE m.tenant_id = new.tenant_id AND m.id = new.memory_id), "
         "now()), coalesce(old.valid_from, '-infinity')) "
-        "FROM facts AS new WHERE old.id = %s AND new.id = %s AND old.status = 'active'",
-        (older, newer),
+        "FROM facts AS new WHERE old.tenant_id = %(tenant)s AND old.id = %(older)s "
+        "AND new.tenant_id = %(tenant)s AND new.id = %(newer)s AND old.status = 'active'",
+        {"tenant": tenant, "older": older, "newer": newer},
     )
 
 
@@ -178,24 +181,26 @@ def recent(
     paging.check_limit(limit)
     before = paging.decode(LISTING, cursor, (int,))[0] if cursor is not None else None
     with elephant.db.reading(tenant) as conn:
-        found = list_contradictions(conn, limit + 1, before)
+        found = list_contradictions(conn, tenant, limit + 1, before)
     items = found[:limit]
     following = paging.encode(LISTING, (items[-1].id,)) if len(found) > limit else None
     return ContradictionList(items=items, next_cursor=following, contradictions=items)
 
 
 def list_contradictions(
-    conn: Connection, limit: int, before: int | None = None
+    conn: Connection, tenant: str, limit: int, before: int | None = None
 ) -> list[Contradiction]:
     """Newest first (by id), only those older than ``before`` when given."""
     rows = conn.execute(
         "SELECT c.id, c.detector, c.score, c.reason, c.created_at, "
         "o.id, o.text, o.valid_from, o.valid_to, o.status, "
         "n.id, n.text, n.valid_from, n.status "
-        "FROM contradictions c JOIN facts o ON o.id = c.older_fact_id "
-        "JOIN facts n ON n.id = c.newer_fact_id "
-        "WHERE (%s::bigint IS NULL OR c.id < %s) ORDER BY c.id DESC LIMIT %s",
-        (before, before, limit),
+        "FROM contradictions c "
+        "JOIN facts o ON o.tenant_id = c.tenant_id AND o.id = c.older_fact_id "
+        "JOIN facts n ON n.tenant_id = c.tenant_id AND n.id = c.newer_fact_id "
+        "WHERE c.tenant_id = %(tenant)s AND (%(before)s::bigint IS NULL OR c.id < %(before)s) "
+        "ORDER BY c.id DESC LIMIT %(limit)s",
+        {"tenant": tenant, "before": before, "limit": limit},
     ).fetchall()
     return [
         Contradiction(

@@ -288,6 +288,7 @@ def _audit(
 class _Selection:
     """What goes. Ids are text (uuids) or integers (turns); sets grow as targets expand."""
 
+    tenant: str  # named in every statement too (a pooler or Citus routes on it)
     conversations: set[str] = field(default_factory=set)
     turns: set[int] = field(default_factory=set)
     memories: set[str] = field(default_factory=set)
@@ -327,10 +328,10 @@ def _select(
     if kind == "subject":
         return _select_subject(elephant, conn, tenant, request.names)
     if kind == "conversation":
-        return _select_conversation(conn, str(request.conversation_id))
+        return _select_conversation(conn, tenant, str(request.conversation_id))
     if kind == "source":
-        return _select_source(conn, str(request.source))
-    return _select_ids(conn, request.memory_ids, request.fact_ids)
+        return _select_source(conn, tenant, str(request.source))
+    return _select_ids(conn, tenant, request.memory_ids, request.fact_ids)
 
 
 def _ids(conn: Connection, query: str, params: Sequence[Any] | dict[str, Any]) -> set[str]:
@@ -372,60 +373,71 @@ def _select_subject(
     elephant: Elephant, conn: Connection, tenant: str, names: list[str]
 ) -> tuple[SubjectTarget, _Selection]:
     pattern = names_pattern(names)
-    selection = _Selection(pattern=pattern)
+    selection = _Selection(tenant=tenant, pattern=pattern)
     selection.vertices = _vertices(elephant, conn, tenant, {entity_key(n) for n in names}, pattern)
     links = sorted({entity_key(n) for n in names} | selection.vertices)
     selection.conversations = _ids(
         conn,
-        f"SELECT id FROM conversations WHERE {_named('external_id', json=['metadata'])}",
-        {"p": pattern},
+        "SELECT id FROM conversations WHERE tenant_id = %(tenant)s "
+        f"AND {_named('external_id', json=['metadata'])}",
+        {"tenant": tenant, "p": pattern},
     )
     rows = conn.execute(
         "SELECT id, conversation_id FROM turns "
-        f"WHERE {_named('speaker', 'text', json=['metadata'])}",
-        {"p": pattern},
+        f"WHERE tenant_id = %(tenant)s AND {_named('speaker', 'text', json=['metadata'])}",
+        {"tenant": tenant, "p": pattern},
     ).fetchall()
     selection.turns = {int(row[0]) for row in rows}
-    selection.conversations |= _emptied(conn, {str(row[1]) for row in rows}, selection.turns)
+    selection.conversations |= _emptied(
+        conn, tenant, {str(row[1]) for row in rows}, selection.turns
+    )
     _add_conversation_contents(conn, selection)
     selection.memories |= _ids(
         conn,
-        "SELECT m.id FROM memories AS m JOIN turns AS t ON t.conversation_id = m.conversation_id "
-        "AND t.seq BETWEEN m.turn_start AND m.turn_end WHERE t.id = ANY(%(turns)s) "
-        f"UNION SELECT id FROM memories WHERE {_named('text', json=['metadata'])}",
-        {"turns": sorted(selection.turns), "p": pattern},
+        "SELECT m.id FROM memories AS m JOIN turns AS t ON t.tenant_id = m.tenant_id "
+        "AND t.conversation_id = m.conversation_id "
+        "AND t.seq BETWEEN m.turn_start AND m.turn_end "
+        "WHERE m.tenant_id = %(tenant)s AND t.id = ANY(%(turns)s) "
+        "UNION SELECT id FROM memories "
+        f"WHERE tenant_id = %(tenant)s AND {_named('text', json=['metadata'])}",
+        {"tenant": tenant, "turns": sorted(selection.turns), "p": pattern},
     )
     selection.facts = _ids(
         conn,
-        "SELECT id FROM facts "
-        f"WHERE {_named('subject', 'text', json=['metadata'], names=['entities'])} "
-        "UNION SELECT fact_id FROM fact_entities WHERE entity_key = ANY(%(keys)s)",
-        {"p": pattern, "keys": links},
+        "SELECT id FROM facts WHERE tenant_id = %(tenant)s "
+        f"AND {_named('subject', 'text', json=['metadata'], names=['entities'])} "
+        "UNION SELECT fact_id FROM fact_entities "
+        "WHERE tenant_id = %(tenant)s AND entity_key = ANY(%(keys)s)",
+        {"tenant": tenant, "p": pattern, "keys": links},
     )
     _add_derived_facts(conn, selection, every=False)
     return SubjectTarget(names=names), selection
 
 
-def _emptied(conn: Connection, conversations: set[str], turns: set[int]) -> set[str]:
+def _emptied(conn: Connection, tenant: str, conversations: set[str], turns: set[int]) -> set[str]:
     """Conversations every one of whose turns is going."""
     return _ids(
         conn,
-        "SELECT c.id FROM conversations AS c WHERE c.id = ANY(%s::uuid[]) AND NOT EXISTS "
-        "(SELECT 1 FROM turns AS t WHERE t.conversation_id = c.id AND t.id <> ALL(%s))",
-        (sorted(conversations), sorted(turns)),
+        "SELECT c.id FROM conversations AS c WHERE c.tenant_id = %(tenant)s "
+        "AND c.id = ANY(%(convs)s::uuid[]) AND NOT EXISTS (SELECT 1 FROM turns AS t "
+        "WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id "
+        "AND t.id <> ALL(%(turns)s))",
+        {"tenant": tenant, "convs": sorted(conversations), "turns": sorted(turns)},
     )
 
 
-def _select_conversation(conn: Connection, ident: str) -> tuple[ConversationTarget, _Selection]:
+def _select_conversation(
+    conn: Connection, tenant: str, ident: str
+) -> tuple[ConversationTarget, _Selection]:
     try:
         as_uuid: UUID | None = UUID(ident)
     except ValueError:
         as_uuid = None
-    selection = _Selection()
+    selection = _Selection(tenant=tenant)
     selection.conversations = _ids(
         conn,
-        "SELECT id FROM conversations WHERE external_id = %s OR id = %s",
-        (ident, as_uuid),
+        "SELECT id FROM conversations WHERE tenant_id = %s AND (external_id = %s OR id = %s)",
+        (tenant, ident, as_uuid),
     )
     _add_conversation_contents(conn, selection)
     _add_derived_facts(conn, selection, every=True)
@@ -433,24 +445,32 @@ def _select_conversation(conn: Connection, ident: str) -> tuple[ConversationTarg
     return ConversationTarget(conversation_id=ident, missing=missing), selection
 
 
-def _select_source(conn: Connection, source: str) -> tuple[SourceTarget, _Selection]:
-    selection = _Selection(source=source)
+def _select_source(conn: Connection, tenant: str, source: str) -> tuple[SourceTarget, _Selection]:
+    selection = _Selection(tenant=tenant, source=source)
     selection.conversations = _ids(
-        conn, "SELECT id FROM conversations WHERE source = %s", (source,)
+        conn, "SELECT id FROM conversations WHERE tenant_id = %s AND source = %s", (tenant, source)
     )
     _add_conversation_contents(conn, selection)
-    selection.memories |= _ids(conn, "SELECT id FROM memories WHERE source = %s", (source,))
-    selection.facts = _ids(conn, "SELECT id FROM facts WHERE source = %s", (source,))
+    selection.memories |= _ids(
+        conn, "SELECT id FROM memories WHERE tenant_id = %s AND source = %s", (tenant, source)
+    )
+    selection.facts = _ids(
+        conn, "SELECT id FROM facts WHERE tenant_id = %s AND source = %s", (tenant, source)
+    )
     _add_derived_facts(conn, selection, every=True)
     return SourceTarget(source=source), selection
 
 
 def _select_ids(
-    conn: Connection, memory_ids: list[UUID], fact_ids: list[UUID]
+    conn: Connection, tenant: str, memory_ids: list[UUID], fact_ids: list[UUID]
 ) -> tuple[IdsTarget, _Selection]:
-    selection = _Selection()
-    selection.memories = _ids(conn, "SELECT id FROM memories WHERE id = ANY(%s)", (memory_ids,))
-    selection.facts = _ids(conn, "SELECT id FROM facts WHERE id = ANY(%s)", (fact_ids,))
+    selection = _Selection(tenant=tenant)
+    selection.memories = _ids(
+        conn, "SELECT id FROM memories WHERE tenant_id = %s AND id = ANY(%s)", (tenant, memory_ids)
+    )
+    selection.facts = _ids(
+        conn, "SELECT id FROM facts WHERE tenant_id = %s AND id = ANY(%s)", (tenant, fact_ids)
+    )
     _add_derived_facts(conn, selection, every=True)
     asked = [str(i) for i in memory_ids] + [str(i) for i in fact_ids]
     found = selection.memories | selection.facts
@@ -460,15 +480,18 @@ def _select_ids(
 
 
 def _add_conversation_contents(conn: Connection, selection: _Selection) -> None:
-    conversations = sorted(selection.conversations)
+    params = (selection.tenant, sorted(selection.conversations))
     selection.turns |= {
         int(row[0])
         for row in conn.execute(
-            "SELECT id FROM turns WHERE conversation_id = ANY(%s::uuid[])", (conversations,)
+            "SELECT id FROM turns WHERE tenant_id = %s AND conversation_id = ANY(%s::uuid[])",
+            params,
         ).fetchall()
     }
     selection.memories |= _ids(
-        conn, "SELECT id FROM memories WHERE conversation_id = ANY(%s::uuid[])", (conversations,)
+        conn,
+        "SELECT id FROM memories WHERE tenant_id = %s AND conversation_id = ANY(%s::uuid[])",
+        params,
     )
 
 
@@ -479,12 +502,15 @@ def _add_derived_facts(conn: Connection, selection: _Selection, *, every: bool) 
     fact that records no source turn cannot be traced to a surviving one: it goes."""
     selection.facts |= _ids(
         conn,
-        "SELECT f.id FROM facts AS f WHERE f.conversation_id = ANY(%(convs)s::uuid[]) "
+        "SELECT f.id FROM facts AS f WHERE f.tenant_id = %(tenant)s "
+        "AND (f.conversation_id = ANY(%(convs)s::uuid[]) "
         "OR (f.memory_id = ANY(%(memories)s::uuid[]) AND (%(every)s OR NOT EXISTS ("
-        "  SELECT 1 FROM turns AS t WHERE t.conversation_id = f.conversation_id "
+        "  SELECT 1 FROM turns AS t WHERE t.tenant_id = f.tenant_id "
+        "  AND t.conversation_id = f.conversation_id "
         "  AND coalesce(t.source_turn_id, '#' || t.seq) = ANY(f.source_turn_ids) "
-        "  AND t.id <> ALL(%(turns)s))))",
+        "  AND t.id <> ALL(%(turns)s)))))",
         {
+            "tenant": selection.tenant,
             "convs": sorted(selection.conversations),
             "memories": sorted(selection.memories),
             "every": every,
@@ -514,14 +540,16 @@ def _vertices(
     return found
 
 
-def _observation_facts(conn: Connection, vertices: set[str]) -> set[str]:
+def _observation_facts(conn: Connection, tenant: str, vertices: set[str]) -> set[str]:
     """A vertex's observations go with it (as graph delete_entities does); facts that only
     mention it stay unless the target itself reaches them."""
     return _ids(
         conn,
-        "SELECT f.id FROM facts AS f JOIN fact_entities AS fe ON fe.fact_id = f.id "
-        "WHERE fe.entity_key = ANY(%s) AND fe.link = 'about' AND f.observation_kind IS NOT NULL",
-        (sorted(vertices),),
+        "SELECT f.id FROM facts AS f JOIN fact_entities AS fe "
+        "ON fe.tenant_id = f.tenant_id AND fe.fact_id = f.id "
+        "WHERE f.tenant_id = %s AND fe.entity_key = ANY(%s) AND fe.link = 'about' "
+        "AND f.observation_kind IS NOT NULL",
+        (tenant, sorted(vertices)),
     )
 
 
@@ -546,7 +574,7 @@ def _remove(
     elephant: Elephant, conn: Connection, tenant: str, selection: _Selection
 ) -> tuple[dict[str, int], GraphRemoval]:
     """Delete in dependency order, counting each table (nothing is left to a cascade)."""
-    selection.facts |= _observation_facts(conn, selection.vertices)
+    selection.facts |= _observation_facts(conn, tenant, selection.vertices)
     params = _parameters(conn, selection)
     removed = {table: conn.execute(_DELETE[table], params).rowcount for table in TABLES}
     graph = _remove_vertices(elephant, conn, tenant, selection.vertices)
@@ -558,6 +586,7 @@ def _parameters(conn: Connection, selection: _Selection) -> dict[str, Any]:
     content hashes of the memories, transaction stamps of the conversations' turns (to find
     their rejected windows in the gate log), and (conversation, seq) of each turn (jobs)."""
     params: dict[str, Any] = {
+        "tenant": selection.tenant,
         "facts": sorted(selection.facts),
         "memories": sorted(selection.memories),
         "turns": sorted(selection.turns),
@@ -570,18 +599,23 @@ def _parameters(conn: Connection, selection: _Selection) -> dict[str, Any]:
     params["hashes"] = [
         str(row[0])
         for row in conn.execute(
-            "SELECT content_hash FROM memories WHERE id = ANY(%(memories)s::uuid[])", params
+            "SELECT content_hash FROM memories "
+            "WHERE tenant_id = %(tenant)s AND id = ANY(%(memories)s::uuid[])",
+            params,
         ).fetchall()
     ]
     stamps = conn.execute(
         "SELECT DISTINCT t.created_at, c.source FROM turns AS t JOIN conversations AS c "
-        "ON c.id = t.conversation_id WHERE c.id = ANY(%(convs)s::uuid[])",
+        "ON c.tenant_id = t.tenant_id AND c.id = t.conversation_id "
+        "WHERE c.tenant_id = %(tenant)s AND c.id = ANY(%(convs)s::uuid[])",
         params,
     ).fetchall()
     params["stamps"] = [row[0] for row in stamps]
     params["stamp_sources"] = [row[1] for row in stamps]
     turns = conn.execute(
-        "SELECT conversation_id::text, seq FROM turns WHERE id = ANY(%(turns)s)", params
+        "SELECT conversation_id::text, seq FROM turns "
+        "WHERE tenant_id = %(tenant)s AND id = ANY(%(turns)s)",
+        params,
     ).fetchall()
     params["turn_convs"] = [row[0] for row in turns]
     params["turn_seqs"] = [row[1] for row in turns]
@@ -594,47 +628,53 @@ _FALLBACK = "coalesce(substring({} from 'fallback: (.*)$'), '')"
 _GATE_SCORER = _FALLBACK.format("x.scorer")
 _DELETE: dict[str, str] = {
     "contradictions": f"""
-        DELETE FROM contradictions AS x WHERE x.older_fact_id = ANY(%(facts)s::uuid[])
-        OR x.newer_fact_id = ANY(%(facts)s::uuid[]) OR {_named("x.reason")}""",
+        DELETE FROM contradictions AS x WHERE x.tenant_id = %(tenant)s
+        AND (x.older_fact_id = ANY(%(facts)s::uuid[])
+             OR x.newer_fact_id = ANY(%(facts)s::uuid[]) OR {_named("x.reason")})""",
     "feedback": """
-        DELETE FROM feedback WHERE fact_id = ANY(%(facts)s::uuid[])
-        OR memory_id = ANY(%(memories)s::uuid[])""",
+        DELETE FROM feedback WHERE tenant_id = %(tenant)s
+        AND (fact_id = ANY(%(facts)s::uuid[]) OR memory_id = ANY(%(memories)s::uuid[]))""",
     "fact_entities": """
-        DELETE FROM fact_entities WHERE fact_id = ANY(%(facts)s::uuid[])
-        OR entity_key = ANY(%(keys)s)""",
-    "facts": "DELETE FROM facts WHERE id = ANY(%(facts)s::uuid[])",
+        DELETE FROM fact_entities WHERE tenant_id = %(tenant)s
+        AND (fact_id = ANY(%(facts)s::uuid[]) OR entity_key = ANY(%(keys)s))""",
+    "facts": "DELETE FROM facts WHERE tenant_id = %(tenant)s AND id = ANY(%(facts)s::uuid[])",
     # A conversation's windows name it (migration 0011); those logged before that are
     # linked to it by nothing but the transaction that logged them: kind window, its
     # source, the transaction timestamp of its turns.
     "admission_log": f"""
-        DELETE FROM admission_log AS x WHERE x.memory_id = ANY(%(memories)s::uuid[])
+        DELETE FROM admission_log AS x WHERE x.tenant_id = %(tenant)s
+        AND (x.memory_id = ANY(%(memories)s::uuid[])
         OR x.conversation_id = ANY(%(convs)s::uuid[])
         OR x.content_hash = ANY(%(hashes)s) OR x.source = %(source)s
         OR (x.kind = 'window' AND (x.created_at, x.source) IN
             (SELECT * FROM unnest(%(stamps)s::timestamptz[], %(stamp_sources)s::text[])))
-        OR {_named("x.text_preview", "x.rejected_text", "x.reason", _GATE_SCORER)}""",
+        OR {_named("x.text_preview", "x.rejected_text", "x.reason", _GATE_SCORER)})""",
     "passages": """
-        DELETE FROM passages WHERE turn_id = ANY(%(turns)s)
-        OR memory_id = ANY(%(memories)s::uuid[])""",
-    "memories": "DELETE FROM memories WHERE id = ANY(%(memories)s::uuid[])",
-    "turns": "DELETE FROM turns WHERE id = ANY(%(turns)s)",
+        DELETE FROM passages WHERE tenant_id = %(tenant)s
+        AND (turn_id = ANY(%(turns)s) OR memory_id = ANY(%(memories)s::uuid[]))""",
+    "memories": "DELETE FROM memories WHERE tenant_id = %(tenant)s "
+    "AND id = ANY(%(memories)s::uuid[])",
+    "turns": "DELETE FROM turns WHERE tenant_id = %(tenant)s AND id = ANY(%(turns)s)",
     # Runs after turns: a queued extraction job over a range that keeps other turns
     # stays, so those turns still get their facts (its payload holds ids and numbers).
     "jobs": f"""
         DELETE FROM jobs AS x
-        WHERE EXISTS (SELECT 1 FROM jsonb_each_text(x.payload) AS kv
-                      WHERE kv.value = ANY(%(ids)s::text[]))
+        WHERE x.tenant_id = %(tenant)s
+        AND (EXISTS (SELECT 1 FROM jsonb_each_text(x.payload) AS kv
+                     WHERE kv.value = ANY(%(ids)s::text[]))
         OR EXISTS (
             SELECT 1 FROM unnest(%(turn_convs)s::text[], %(turn_seqs)s::int[]) AS r (c, s)
             WHERE x.payload ->> 'conversation_id' = r.c
               AND r.s BETWEEN (x.payload ->> 'seq_from')::int AND (x.payload ->> 'seq_to')::int
               AND (x.status IN ('done', 'failed') OR NOT EXISTS (
-                  SELECT 1 FROM turns AS t WHERE t.conversation_id::text = r.c
+                  SELECT 1 FROM turns AS t WHERE t.tenant_id = x.tenant_id
+                  AND t.conversation_id::text = r.c
                   AND t.seq BETWEEN (x.payload ->> 'seq_from')::int
                                 AND (x.payload ->> 'seq_to')::int)))
-        OR {_named("x.last_error", json=["x.payload"])}""",
+        OR {_named("x.last_error", json=["x.payload"])})""",
     "handoffs": f"""
-        DELETE FROM handoffs AS x WHERE x.conversation_id = ANY(%(convs)s::uuid[])
+        DELETE FROM handoffs AS x WHERE x.tenant_id = %(tenant)s
+        AND (x.conversation_id = ANY(%(convs)s::uuid[])
         OR {
         _named(
             "x.project",
@@ -642,9 +682,11 @@ _DELETE: dict[str, str] = {
             _FALLBACK.format("x.generator"),
             json=["x.decisions", "x.open_questions", "x.next_steps", "x.metadata"],
         )
-    }""",
-    "llm_usage": f"DELETE FROM llm_usage AS x WHERE {_named('x.error')}",
-    "conversations": "DELETE FROM conversations WHERE id = ANY(%(convs)s::uuid[])",
+    })""",
+    "llm_usage": "DELETE FROM llm_usage AS x "
+    f"WHERE x.tenant_id = %(tenant)s AND {_named('x.error')}",
+    "conversations": "DELETE FROM conversations WHERE tenant_id = %(tenant)s "
+    "AND id = ANY(%(convs)s::uuid[])",
 }
 
 

@@ -73,9 +73,10 @@ class FactHistory:
 _CONTRADICTIONS = """
 SELECT c.id, o.id::text, o.text, n.id::text, n.text, c.detector, c.score, c.reason, c.created_at
   FROM contradictions AS c
-  JOIN facts AS o ON o.id = c.older_fact_id
-  JOIN facts AS n ON n.id = c.newer_fact_id
- WHERE c.older_fact_id = ANY (%(ids)s::uuid[]) OR c.newer_fact_id = ANY (%(ids)s::uuid[])
+  JOIN facts AS o ON o.tenant_id = c.tenant_id AND o.id = c.older_fact_id
+  JOIN facts AS n ON n.tenant_id = c.tenant_id AND n.id = c.newer_fact_id
+ WHERE c.tenant_id = %(tenant)s
+   AND (c.older_fact_id = ANY (%(ids)s::uuid[]) OR c.newer_fact_id = ANY (%(ids)s::uuid[]))
  ORDER BY c.id DESC
 """
 
@@ -85,11 +86,12 @@ def history(elephant: Elephant, tenant: str, fact_id: UUID) -> FactHistory:
     fact = get_fact(elephant, tenant, fact_id, record_access=False)  # looking, not using
     with elephant.db.reading(tenant) as conn:
         rows = conn.execute(
-            load_sql("fact_chain.sql"), {"fact_id": fact_id, "depth": MAX_STEPS}
+            load_sql("fact_chain.sql"),
+            {"tenant": tenant, "fact_id": fact_id, "depth": MAX_STEPS},
         ).fetchall()
         others = [ChainLink(*row) for row in rows]
         ids = [fact.id, *(link.id for link in others)]
-        found = conn.execute(_CONTRADICTIONS, {"ids": ids}).fetchall()
+        found = conn.execute(_CONTRADICTIONS, {"tenant": tenant, "ids": ids}).fetchall()
     itself = ChainLink(
         step=0,
         id=fact.id,

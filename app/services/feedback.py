@@ -92,8 +92,8 @@ def _apply(
     row = conn.execute(
         f"UPDATE {_TABLES[kind]} SET importance = least(100, greatest(0, importance + %s)), "
         "dormant_at = CASE WHEN %s THEN NULL ELSE dormant_at END "
-        "WHERE id = %s RETURNING importance",
-        (delta, helpful, target),
+        "WHERE tenant_id = %s AND id = %s RETURNING importance",
+        (delta, helpful, tenant, target),
     ).fetchone()
     if row is None:
         return None

@@ -93,7 +93,8 @@ _COLUMNS = """
     conversation_id::text, turn_start, turn_end"""
 _ROW_FIELDS = [f.name for f in fields(GateDecision) if f.name != "admittable"]  # _COLUMNS
 _FILTER = """
-    WHERE (%(decision)s::text IS NULL OR decision = %(decision)s)
+    WHERE tenant_id = %(tenant)s
+      AND (%(decision)s::text IS NULL OR decision = %(decision)s)
       AND (%(kind)s::text IS NULL OR kind = %(kind)s)"""
 
 
@@ -131,7 +132,13 @@ def list_decisions(
     _check_choice("decision", decision, DECISIONS)
     _check_choice("kind", kind, KINDS)
     before = paging.decode(LISTING, cursor, (int,))[0] if cursor is not None else None
-    params = {"decision": decision, "kind": kind, "before": before, "limit": limit + 1}
+    params = {
+        "tenant": tenant,
+        "decision": decision,
+        "kind": kind,
+        "before": before,
+        "limit": limit + 1,
+    }
     with elephant.db.reading(tenant) as conn:
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM admission_log {_FILTER} "
@@ -149,8 +156,9 @@ def decisions_for_memory(elephant: Elephant, tenant: str, memory_id: str) -> lis
     """The decisions that stored a memory or matched it as a duplicate, oldest first."""
     with elephant.db.reading(tenant) as conn:
         rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM admission_log WHERE memory_id = %s ORDER BY id",
-            (memory_id,),
+            f"SELECT {_COLUMNS} FROM admission_log WHERE tenant_id = %s AND memory_id = %s "
+            "ORDER BY id",
+            (tenant, memory_id),
         ).fetchall()
     return [_decision(row) for row in rows]
 
@@ -173,18 +181,25 @@ def admit(
         with elephant.db.tenant(tenant) as conn:
             conn.execute(
                 "UPDATE admission_log SET rejected_text = %s "
-                "WHERE id = %s AND rejected_text IS NULL",
-                (text, decision_id),
+                "WHERE tenant_id = %s AND id = %s AND rejected_text IS NULL",
+                (text, tenant, decision_id),
             )
         raise
     by = f" by key {actor}" if actor else ""
     with elephant.db.tenant(tenant) as conn:
         row = conn.execute(
-            "UPDATE admission_log SET reason = %s || reason WHERE id = ("
-            "  SELECT id FROM admission_log WHERE memory_id = %s AND id > %s"
+            "UPDATE admission_log SET reason = %(note)s || reason "
+            "WHERE tenant_id = %(tenant)s AND id = ("
+            "  SELECT id FROM admission_log WHERE tenant_id = %(tenant)s"
+            "  AND memory_id = %(memory)s AND id > %(decision)s"
             "  AND decision IN ('forced', 'duplicate') ORDER BY id DESC LIMIT 1"
             ") RETURNING id",
-            (f"admitted from rejected decision {decision_id}{by}; ", result.memory_id, decision_id),
+            {
+                "note": f"admitted from rejected decision {decision_id}{by}; ",
+                "tenant": tenant,
+                "memory": result.memory_id,
+                "decision": decision_id,
+            },
         ).fetchone()
     return Admission(
         decision_id=decision_id,
@@ -201,8 +216,8 @@ def _claim(elephant: Elephant, tenant: str, decision_id: int) -> tuple[str, str]
     with elephant.db.tenant(tenant) as conn:
         row = conn.execute(
             "SELECT decision, kind, source, rejected_text FROM admission_log "
-            "WHERE id = %s FOR UPDATE",
-            (decision_id,),
+            "WHERE tenant_id = %s AND id = %s FOR UPDATE",
+            (tenant, decision_id),
         ).fetchone()
         if row is None:
             raise NotFound(f"no gate decision with id {decision_id} in this tenant")
@@ -224,5 +239,8 @@ def _claim(elephant: Elephant, tenant: str, decision_id: int) -> tuple[str, str]
                 "(see the forced decision naming it), erased, or logged before rejected "
                 "texts were kept"
             )
-        conn.execute("UPDATE admission_log SET rejected_text = NULL WHERE id = %s", (decision_id,))
+        conn.execute(
+            "UPDATE admission_log SET rejected_text = NULL WHERE tenant_id = %s AND id = %s",
+            (tenant, decision_id),
+        )
     return str(text), str(source)

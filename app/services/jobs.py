@@ -40,7 +40,7 @@ def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) ->
     for passages, before they existed). One batch per job, in one transaction; when a
     batch was full the job queues its successor, so a large backlog never holds one
     long transaction."""
-    done, full = backfill.fill_vectors(elephant, conn, BACKFILL_BATCH)
+    done, full = backfill.fill_vectors(elephant, conn, job.tenant_id, BACKFILL_BATCH)
     filled = passages.backfill(
         conn,
         job.tenant_id,
@@ -117,13 +117,13 @@ def run_job_now(
     deadline = time.monotonic() + timeout_s
     while True:
         with elephant.db.tenant(tenant) as conn:
-            job = queue.claim_one(conn, job_id)
+            job = queue.claim_one(conn, tenant, job_id)
         if job is not None:
             count = run_job(elephant, job)
             with elephant.db.tenant(tenant) as conn:
-                return count, queue.status(conn, job_id) or "missing"
+                return count, queue.status(conn, tenant, job_id) or "missing"
         with elephant.db.tenant(tenant) as conn:
-            state = queue.status(conn, job_id) or "missing"
+            state = queue.status(conn, tenant, job_id) or "missing"
         if state not in ("queued", "running") or time.monotonic() > deadline:
             return 0, state
         time.sleep(0.05)

@@ -149,16 +149,21 @@ def cost(tokens_in: int, tokens_out: int, at: Prices) -> float | None:
     return round((tokens_in * at.in_per_mtok + tokens_out * at.out_per_mtok) / 1e6, 6)
 
 
-def growth(conn: Connection, first: date, last: date, since: datetime) -> list[GrowthDay]:
+def growth(
+    conn: Connection, tenant: str, first: date, last: date, since: datetime
+) -> list[GrowthDay]:
     rows = conn.execute(
-        load_sql("overview_growth.sql"), {"first": first, "last": last, "since": since}
+        load_sql("overview_growth.sql"),
+        {"tenant": tenant, "first": first, "last": last, "since": since},
     ).fetchall()
     return [GrowthDay(*row) for row in rows]
 
 
-def llm_usage(conn: Connection, days: int, at: Prices, today: date | None = None) -> UsageReport:
+def llm_usage(
+    conn: Connection, tenant: str, days: int, at: Prices, today: date | None = None
+) -> UsageReport:
     first, last, since = window(days, today)
-    rows = conn.execute(load_sql("llm_usage.sql"), {"since": since}).fetchall()
+    rows = conn.execute(load_sql("llm_usage.sql"), {"tenant": tenant, "since": since}).fetchall()
     total: UsageRow | None = None
     by_operation: list[UsageRow] = []
     per_day: dict[date, UsageRow] = {}
@@ -216,7 +221,7 @@ def usage_report(elephant: Elephant, tenant: str, days: int) -> UsageReport:
     """GET /usage: the tenant's LLM calls by day and operation, with tokens and cost."""
     window(days)  # a bad window fails before any connection is taken
     with elephant.db.reading(tenant) as conn:
-        return llm_usage(conn, days, prices(elephant.settings.metrics))
+        return llm_usage(conn, tenant, days, prices(elephant.settings.metrics))
 
 
 def overview(elephant: Elephant, tenant: str, days: int, *, failed_jobs: bool) -> Overview:
@@ -225,9 +230,9 @@ def overview(elephant: Elephant, tenant: str, days: int, *, failed_jobs: bool) -
     first, last, since = window(days)
     counts = stats(elephant, tenant)
     with elephant.db.reading(tenant) as conn:
-        added = growth(conn, first, last, since)
-        usage = llm_usage(conn, days, prices(elephant.settings.metrics), last)
-        failed = queue.list_jobs(conn, "failed", FAILED_JOBS_SHOWN) if failed_jobs else None
+        added = growth(conn, tenant, first, last, since)
+        usage = llm_usage(conn, tenant, days, prices(elephant.settings.metrics), last)
+        failed = queue.list_jobs(conn, tenant, "failed", FAILED_JOBS_SHOWN) if failed_jobs else None
     gate = admission.metrics(elephant, tenant, recent=0)
     jobs = counts.jobs
     return Overview(

@@ -92,15 +92,28 @@ def store_turn_passages(
     passages: Sequence[Passage],
     vectors: Vectors,
 ) -> None:
-    """``passages`` seqs are the stored turns' seqs in ``conversation_id``."""
+    """``passages`` seqs are the stored turns' seqs in ``conversation_id``. A passage
+    stored already is left (``ON CONFLICT DO NOTHING``: its only unique keys are
+    (turn_id, ordinal) and (memory_id, ordinal), which Citus widens with tenant_id, so no
+    conflict target names them; see docs/scale-out.md)."""
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO passages (tenant_id, turn_id, ordinal, char_start, char_end, embedding) "
-            "SELECT %s, t.id, %s, %s, %s, %s FROM turns AS t "
-            "WHERE t.conversation_id = %s AND t.seq = %s "
-            "ON CONFLICT (turn_id, ordinal) DO NOTHING",
+            "SELECT t.tenant_id, t.id, %(ordinal)s, %(start)s, %(end)s, %(vector)s "
+            "FROM turns AS t "
+            "WHERE t.tenant_id = %(tenant)s AND t.conversation_id = %(conversation)s "
+            "AND t.seq = %(seq)s "
+            "ON CONFLICT DO NOTHING",
             [
-                (tenant, p.ordinal, p.char_start, p.char_end, vector, conversation_id, p.seq)
+                {
+                    "tenant": tenant,
+                    "ordinal": p.ordinal,
+                    "start": p.char_start,
+                    "end": p.char_end,
+                    "vector": vector,
+                    "conversation": conversation_id,
+                    "seq": p.seq,
+                }
                 for p, vector in zip(passages, vectors, strict=True)
             ],
         )
@@ -112,7 +125,7 @@ def store_note_passages(
     with conn.cursor() as cursor:
         cursor.executemany(
             "INSERT INTO passages (tenant_id, memory_id, ordinal, char_start, char_end, embedding) "
-            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (memory_id, ordinal) DO NOTHING",
+            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",  # as above
             [
                 (tenant, memory_id, p.ordinal, p.char_start, p.char_end, vector)
                 for p, vector in zip(passages, vectors, strict=True)
@@ -137,9 +150,10 @@ def backfill(
     (the embedder was down, or they were stored before passages existed)."""
     rows = conn.execute(
         "SELECT t.conversation_id, t.seq, t.speaker, t.text, t.occurred_at "
-        "FROM turns AS t WHERE NOT EXISTS (SELECT 1 FROM passages AS p WHERE p.turn_id = t.id) "
+        "FROM turns AS t WHERE t.tenant_id = %s AND NOT EXISTS "
+        "(SELECT 1 FROM passages AS p WHERE p.tenant_id = t.tenant_id AND p.turn_id = t.id) "
         "ORDER BY t.id LIMIT %s",
-        (limit,),
+        (tenant, limit),
     ).fetchall()
     by_conversation: dict[str, list[Passage]] = {}
     for conversation_id, seq, speaker, text, when in rows:
@@ -151,11 +165,12 @@ def backfill(
         store_turn_passages(conn, tenant, conversation_id, parts, vectors)
         written += len(parts)
     notes = conn.execute(
-        "SELECT m.id, m.text FROM memories AS m WHERE m.kind = 'note' "
-        "AND NOT EXISTS (SELECT 1 FROM passages AS p WHERE p.memory_id = m.id) "
+        "SELECT m.id, m.text FROM memories AS m WHERE m.tenant_id = %s AND m.kind = 'note' "
+        "AND NOT EXISTS (SELECT 1 FROM passages AS p "
+        "                WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id) "
         "AND array_length(regexp_split_to_array(btrim(m.text), '\\s+'), 1) > %s "
         "ORDER BY m.created_at LIMIT %s",
-        (words, limit),
+        (tenant, words, limit),
     ).fetchall()
     for memory_id, text in notes:
         parts = note_passages(str(text), words)

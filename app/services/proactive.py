@@ -95,7 +95,7 @@ def _last_access(elephant: Elephant, tenant: str, ids: list[str]) -> dict[str, d
     with elephant.db.tenant(tenant) as conn:
         rows = conn.execute(
             "SELECT item_id::text, last_accessed_at FROM access_stats "
-            "WHERE item_id = ANY(%s::uuid[]) AND last_accessed_at IS NOT NULL",
-            (ids,),
+            "WHERE tenant_id = %s AND item_id = ANY(%s::uuid[]) AND last_accessed_at IS NOT NULL",
+            (tenant, ids),
         ).fetchall()
     return {str(row[0]): row[1] for row in rows}

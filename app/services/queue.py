@@ -76,16 +76,17 @@ def release(conn: Connection, ids: list[int]) -> int:
     return int(row[0]) if row else 0
 
 
-def claim_one(conn: Connection, job_id: int) -> Job | None:
+def claim_one(conn: Connection, tenant: str, job_id: int) -> Job | None:
     """Claim a given job of the current tenant now (``?wait=true``), unless a worker has it."""
     row = conn.execute(
-        "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_by = %s, "
-        "locked_at = now(), lease_expires_at = now() + make_interval(secs => %s), "
+        "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s, "
+        "locked_at = now(), lease_expires_at = now() + make_interval(secs => %(lease)s), "
         "updated_at = now() "
-        "WHERE id = (SELECT id FROM jobs WHERE id = %s AND status = 'queued' "
-        "            FOR UPDATE SKIP LOCKED) "
+        "WHERE tenant_id = %(tenant)s AND id = (SELECT id FROM jobs "
+        "  WHERE tenant_id = %(tenant)s AND id = %(id)s AND status = 'queued' "
+        "  FOR UPDATE SKIP LOCKED) "
         "RETURNING id, tenant_id, kind, payload, attempts, max_attempts",
-        (worker_name(), LEASE_SECONDS, job_id),
+        {"worker": worker_name(), "lease": LEASE_SECONDS, "tenant": tenant, "id": job_id},
     ).fetchone()
     return Job(*row) if row else None
 
@@ -93,8 +94,8 @@ def claim_one(conn: Connection, job_id: int) -> Job | None:
 def complete(conn: Connection, job: Job) -> None:
     conn.execute(
         "UPDATE jobs SET status = 'done', finished_at = now(), updated_at = now(), "
-        "last_error = NULL, lease_expires_at = NULL WHERE id = %s",
-        (job.id,),
+        "last_error = NULL, lease_expires_at = NULL WHERE tenant_id = %s AND id = %s",
+        (job.tenant_id, job.id),
     )
     metrics.record_job(job.kind, "done")
 
@@ -107,15 +108,17 @@ def fail(conn: Connection, job: Job, error: str, backoff_s: float) -> str:
         "UPDATE jobs SET status = %s, last_error = %s, updated_at = now(), "
         "locked_by = NULL, locked_at = NULL, lease_expires_at = NULL, "
         "run_after = now() + make_interval(secs => %s), "
-        "finished_at = CASE WHEN %s THEN now() END WHERE id = %s",
-        ("failed" if final else "queued", error[:2000], delay, final, job.id),
+        "finished_at = CASE WHEN %s THEN now() END WHERE tenant_id = %s AND id = %s",
+        ("failed" if final else "queued", error[:2000], delay, final, job.tenant_id, job.id),
     )
     metrics.record_job(job.kind, "failed" if final else "retry")
     return "failed" if final else "queued"
 
 
-def status(conn: Connection, job_id: int) -> str | None:
-    row = conn.execute("SELECT status FROM jobs WHERE id = %s", (job_id,)).fetchone()
+def status(conn: Connection, tenant: str, job_id: int) -> str | None:
+    row = conn.execute(
+        "SELECT status FROM jobs WHERE tenant_id = %s AND id = %s", (tenant, job_id)
+    ).fetchone()
     return str(row[0]) if row else None
 
 
@@ -149,20 +152,23 @@ JOBS_LISTING = "jobs"
 
 
 def list_jobs(
-    conn: Connection, state: str | None, limit: int, before: int | None = None
+    conn: Connection, tenant: str, state: str | None, limit: int, before: int | None = None
 ) -> list[JobInfo]:
     """Newest first (by id), only those older than ``before`` when given."""
     rows = conn.execute(
         "SELECT id, kind, status, attempts, max_attempts, run_after, last_error, created_at, "
-        "finished_at FROM jobs WHERE (%s::text IS NULL OR status = %s) "
-        "AND (%s::bigint IS NULL OR id < %s) ORDER BY id DESC LIMIT %s",
-        (state, state, before, before, limit),
+        "finished_at FROM jobs WHERE tenant_id = %(tenant)s "
+        "AND (%(state)s::text IS NULL OR status = %(state)s) "
+        "AND (%(before)s::bigint IS NULL OR id < %(before)s) ORDER BY id DESC LIMIT %(limit)s",
+        {"tenant": tenant, "state": state, "before": before, "limit": limit},
     ).fetchall()
     return [JobInfo(*row) for row in rows]
 
 
-def counts(conn: Connection) -> dict[str, int]:
-    rows = conn.execute("SELECT status, count(*) FROM jobs GROUP BY status").fetchall()
+def counts(conn: Connection, tenant: str) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT status, count(*) FROM jobs WHERE tenant_id = %s GROUP BY status", (tenant,)
+    ).fetchall()
     return {str(state): int(n) for state, n in rows}
 
 
@@ -173,8 +179,8 @@ def overview(
     paging.check_limit(limit)
     before = paging.decode(JOBS_LISTING, cursor, (int,))[0] if cursor is not None else None
     with db.tenant(tenant) as conn:
-        found = list_jobs(conn, state, limit + 1, before)
-        by_status = counts(conn)
+        found = list_jobs(conn, tenant, state, limit + 1, before)
+        by_status = counts(conn, tenant)
     items = found[:limit]
     following = paging.encode(JOBS_LISTING, (items[-1].id,)) if len(found) > limit else None
     return JobsOverview(counts=by_status, items=items, next_cursor=following, jobs=items)

@@ -145,14 +145,20 @@ def _after(listing: str, cursor: str | None) -> dict[str, Any]:
 _MEMORY_COLUMNS = """
     m.id::text, m.kind, m.text, m.source, m.importance, m.conversation_id::text, c.external_id,
     m.turn_start, m.turn_end, m.source_turn_ids, m.event_at, m.created_at, m.seen_count,
-    coalesce((SELECT a.access_count FROM access_stats AS a WHERE a.item_id = m.id), 0),
-    (SELECT a.last_accessed_at FROM access_stats AS a WHERE a.item_id = m.id),
+    coalesce((SELECT a.access_count FROM access_stats AS a
+               WHERE a.tenant_id = m.tenant_id AND a.item_id = m.id), 0),
+    (SELECT a.last_accessed_at FROM access_stats AS a
+      WHERE a.tenant_id = m.tenant_id AND a.item_id = m.id),
     m.metadata, m.embedding IS NOT NULL,
-    (SELECT count(*) FROM facts AS f WHERE f.memory_id = m.id)::int"""
-_MEMORY_FROM = "FROM memories AS m LEFT JOIN conversations AS c ON c.id = m.conversation_id"
+    (SELECT count(*) FROM facts AS f WHERE f.tenant_id = m.tenant_id AND f.memory_id = m.id)::int"""
+_MEMORY_FROM = (
+    "FROM memories AS m LEFT JOIN conversations AS c "
+    "ON c.tenant_id = m.tenant_id AND c.id = m.conversation_id"
+)
 # One filter block for the page and its total; a conversation is named by either id.
 _MEMORY_FILTER = """
-    WHERE (%(kind)s::text IS NULL OR m.kind = %(kind)s)
+    WHERE m.tenant_id = %(tenant)s
+      AND (%(kind)s::text IS NULL OR m.kind = %(kind)s)
       AND (%(source)s::text IS NULL OR m.source = %(source)s)
       AND (%(conversation)s::text IS NULL OR c.external_id = %(conversation)s
            OR m.conversation_id = %(conversation_uuid)s)"""
@@ -199,7 +205,10 @@ def get_memory(
 ) -> MemoryRecord:
     """``record_access`` False: looking, not using (the console), leaves its activation."""
     row = _one(
-        elephant, tenant, f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.id = %s", memory_id
+        elephant,
+        tenant,
+        f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s",
+        memory_id,
     )
     if row is None:
         raise NotFound(f"no memory with id {memory_id} in this tenant")
@@ -241,7 +250,8 @@ def update_memory(
         raise InvalidInput("give at least one of importance, source, metadata to change")
     with elephant.db.tenant(tenant) as conn:
         row = conn.execute(
-            "SELECT text, metadata FROM memories WHERE id = %s FOR UPDATE", (memory_id,)
+            "SELECT text, metadata FROM memories WHERE tenant_id = %s AND id = %s FOR UPDATE",
+            (tenant, memory_id),
         ).fetchone()
         if row is None:
             raise NotFound(f"no memory with id {memory_id} in this tenant")
@@ -262,15 +272,18 @@ def update_memory(
             raise InvalidInput(f"metadata: once merged, {exc}") from None
         conn.execute(
             "UPDATE memories SET importance = coalesce(%s, importance), "
-            "source = coalesce(%s, source), metadata = %s::jsonb WHERE id = %s",
-            (patch.importance, patch.source, json.dumps(metadata), memory_id),
+            "source = coalesce(%s, source), metadata = %s::jsonb WHERE tenant_id = %s AND id = %s",
+            (patch.importance, patch.source, json.dumps(metadata), tenant, memory_id),
         )
         if patch.source is not None:
             conn.execute(
-                "UPDATE facts SET source = %s WHERE memory_id = %s", (patch.source, memory_id)
+                "UPDATE facts SET source = %s WHERE tenant_id = %s AND memory_id = %s",
+                (patch.source, tenant, memory_id),
             )
         updated = conn.execute(
-            f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.id = %s", (memory_id,)
+            f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} "
+            "WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s",
+            {"tenant": tenant, "id": memory_id},
         ).fetchone()
     if updated is None:  # not after FOR UPDATE in this transaction; kept for the types
         raise NotFound(f"no memory with id {memory_id} in this tenant")
@@ -293,12 +306,14 @@ _FACT_COLUMNS = """
     f.memory_id::text, f.conversation_id::text, f.source, f.source_turn_ids, f.observation_kind,
     coalesce((SELECT jsonb_agg(jsonb_build_object('key', fe.entity_key, 'link', fe.link)
                                ORDER BY fe.link, fe.entity_key)
-              FROM fact_entities AS fe WHERE fe.fact_id = f.id), '[]'::jsonb),
+              FROM fact_entities AS fe
+             WHERE fe.tenant_id = f.tenant_id AND fe.fact_id = f.id), '[]'::jsonb),
     f.metadata, f.created_at"""
 # Where the entity links sit in a row: the columns are in FactRecord's field order.
 _ENTITIES = [f.name for f in fields(FactRecord)].index("entities")
 _FACT_FILTER = """
-    WHERE (%(status)s::text IS NULL OR f.status = %(status)s)
+    WHERE f.tenant_id = %(tenant)s
+      AND (%(status)s::text IS NULL OR f.status = %(status)s)
       AND (%(source)s::text IS NULL OR f.source = %(source)s)
       AND (%(memory_id)s::uuid IS NULL OR f.memory_id = %(memory_id)s)
       AND (%(subject)s::text IS NULL OR lower(f.subject) = lower(%(subject)s))
@@ -349,7 +364,12 @@ def get_fact(
     elephant: Elephant, tenant: str, fact_id: UUID, *, record_access: bool = True
 ) -> FactRecord:
     """``record_access`` False: looking, not using (the console), leaves its activation."""
-    row = _one(elephant, tenant, f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.id = %s", fact_id)
+    row = _one(
+        elephant,
+        tenant,
+        f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.tenant_id = %(tenant)s AND f.id = %(id)s",
+        fact_id,
+    )
     if row is None:
         raise NotFound(f"no fact with id {fact_id} in this tenant")
     if record_access:
@@ -358,11 +378,12 @@ def get_fact(
 
 
 def _one(elephant: Elephant, tenant: str, query: str, row_id: UUID) -> tuple[Any, ...] | None:
-    """One row by id: from a replica, and from the primary when the replica has not got it
-    yet (a client that reads back what it just wrote must not see a 404 from lag)."""
+    """One row by id (``query`` takes ``%(tenant)s`` and ``%(id)s``): from a replica, and
+    from the primary when the replica has not got it yet (a client that reads back what it
+    just wrote must not see a 404 from lag)."""
     for consistency in ("replica", "primary"):
         with elephant.db.reading(tenant, consistency) as conn:
-            row = conn.execute(query, (row_id,)).fetchone()
+            row = conn.execute(query, {"tenant": tenant, "id": row_id}).fetchone()
         if row is not None or not elephant.db.has_replicas:
             return row
     return None
@@ -400,6 +421,7 @@ def _page(
         if params["after_at"] is not None
         else ""
     )
+    params = {**params, "tenant": tenant}  # the filters name it (``WHERE x.tenant_id = ...``)
     with elephant.db.reading(tenant) as conn:
         rows = conn.execute(
             f"SELECT {columns} {source}{keyset} "

@@ -384,9 +384,9 @@ def get_handoff(elephant: Elephant, tenant: str, project: str) -> Handoff:
     with elephant.db.tenant(tenant) as conn:
         row = conn.execute(
             "SELECT id, project, created_at, conversation_id, summary, decisions, "
-            "open_questions, next_steps, generator FROM handoffs WHERE project = %s "
-            "ORDER BY created_at DESC, id DESC LIMIT 1",
-            (project,),
+            "open_questions, next_steps, generator FROM handoffs "
+            "WHERE tenant_id = %s AND project = %s ORDER BY created_at DESC, id DESC LIMIT 1",
+            (tenant, project),
         ).fetchone()
     if row is None:
         raise NotFound(

@@ -83,17 +83,23 @@ def stats(elephant: Elephant, tenant: str) -> StatsReport:
     with elephant.db.reading(tenant) as conn:
         memories = conn.execute(
             "SELECT kind, source, count(*), coalesce(sum(octet_length(text)), 0), "
-            "count(*) FILTER (WHERE embedding IS NULL) FROM memories GROUP BY 1, 2 ORDER BY 1, 2"
+            "count(*) FILTER (WHERE embedding IS NULL) FROM memories WHERE tenant_id = %s "
+            "GROUP BY 1, 2 ORDER BY 1, 2",
+            (tenant,),
         ).fetchall()
         facts = conn.execute(
             "SELECT status, coalesce(source, '(none)'), count(*), "
-            "coalesce(sum(octet_length(text)), 0) FROM facts GROUP BY 1, 2 ORDER BY 1, 2"
+            "coalesce(sum(octet_length(text)), 0) FROM facts WHERE tenant_id = %s "
+            "GROUP BY 1, 2 ORDER BY 1, 2",
+            (tenant,),
         ).fetchall()
         counts = conn.execute(
-            "SELECT (SELECT count(*) FROM conversations), (SELECT count(*) FROM turns), "
-            "(SELECT count(*) FROM contradictions)"
+            "SELECT (SELECT count(*) FROM conversations WHERE tenant_id = %(tenant)s), "
+            "(SELECT count(*) FROM turns WHERE tenant_id = %(tenant)s), "
+            "(SELECT count(*) FROM contradictions WHERE tenant_id = %(tenant)s)",
+            {"tenant": tenant},
         ).fetchone()
-        jobs = queue.counts(conn)
+        jobs = queue.counts(conn, tenant)
         graph = _graph(elephant, conn, tenant)
         indexes = conn.execute(
             "SELECT t.relname, i.relname, am.amname, x.indisvalid, pg_relation_size(i.oid) "
@@ -146,7 +152,9 @@ def _graph(elephant: Elephant, conn: Connection, tenant: str) -> StatsGraph:
     if store is None:
         return StatsGraph(available=False)
     observations = conn.execute(
-        "SELECT count(*) FROM facts WHERE observation_kind IS NOT NULL AND status = 'active'"
+        "SELECT count(*) FROM facts "
+        "WHERE tenant_id = %s AND observation_kind IS NOT NULL AND status = 'active'",
+        (tenant,),
     ).fetchone()
     counts = store.counts(conn, tenant)
     return StatsGraph(

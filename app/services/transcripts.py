@@ -134,18 +134,22 @@ class TurnLink:
 
 _SUMMARY_COLUMNS = """
     c.id, c.external_id, c.source, c.session_date, c.created_at,
-    (SELECT count(*) FROM turns AS t WHERE t.conversation_id = c.id)::int,
-    (SELECT count(*) FROM memories AS m WHERE m.conversation_id = c.id AND m.kind = 'window')::int,
+    (SELECT count(*) FROM turns AS t
+      WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id)::int,
+    (SELECT count(*) FROM memories AS m
+      WHERE m.tenant_id = c.tenant_id AND m.conversation_id = c.id AND m.kind = 'window')::int,
     coalesce((SELECT array_agg(s.speaker ORDER BY s.first) FROM
               (SELECT t.speaker, min(t.seq) AS first FROM turns AS t
-                WHERE t.conversation_id = c.id GROUP BY t.speaker) AS s), '{}'),
+                WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id
+                GROUP BY t.speaker) AS s), '{}'),
     (SELECT min(coalesce(t.occurred_at, t.created_at)) FROM turns AS t
-      WHERE t.conversation_id = c.id),
+      WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id),
     (SELECT max(coalesce(t.occurred_at, t.created_at)) FROM turns AS t
-      WHERE t.conversation_id = c.id),
+      WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id),
     c.metadata ->> 'project'"""
 _LIST_FILTER = """
-    WHERE (%(source)s::text IS NULL OR c.source = %(source)s)
+    WHERE c.tenant_id = %(tenant)s
+      AND (%(source)s::text IS NULL OR c.source = %(source)s)
       AND (%(after_at)s::timestamptz IS NULL
            OR (c.created_at, c.id) < (%(after_at)s, %(after_id)s::uuid))"""
 
@@ -179,7 +183,13 @@ def list_conversations(
     after_at, after_id = (None, None)
     if cursor is not None:
         after_at, after_id = paging.decode("conversations", cursor, (datetime, UUID))
-    params = {"source": source, "after_at": after_at, "after_id": after_id, "limit": limit + 1}
+    params = {
+        "tenant": tenant,
+        "source": source,
+        "after_at": after_at,
+        "after_id": after_id,
+        "limit": limit + 1,
+    }
     with elephant.db.reading(tenant, "primary") as conn:
         rows = conn.execute(
             f"SELECT {_SUMMARY_COLUMNS} FROM conversations AS c {_LIST_FILTER} "
@@ -187,8 +197,8 @@ def list_conversations(
             params,
         ).fetchall()
         total_row = conn.execute(
-            "SELECT count(*) FROM conversations AS c "
-            "WHERE (%(source)s::text IS NULL OR c.source = %(source)s)",
+            "SELECT count(*) FROM conversations AS c WHERE c.tenant_id = %(tenant)s "
+            "AND (%(source)s::text IS NULL OR c.source = %(source)s)",
             params,
         ).fetchone()
     items = [_summary(row) for row in rows[:limit]]
@@ -206,7 +216,7 @@ def list_conversations(
 def get_transcript(elephant: Elephant, tenant: str, conversation: str) -> Transcript:
     """The conversation named by its uuid or the caller's id for it; NotFound otherwise."""
     with elephant.db.reading(tenant, "primary") as conn:
-        row = _find(conn, conversation)
+        row = _find(conn, tenant, conversation)
         if row is None:
             raise NotFound(
                 f"no conversation {conversation!r} in this tenant: name it by its id or the "
@@ -217,28 +227,29 @@ def get_transcript(elephant: Elephant, tenant: str, conversation: str) -> Transc
             TranscriptTurn(int(r[0]), r[1], r[2], r[3], r[4], r[5])
             for r in conn.execute(
                 "SELECT seq, speaker, text, occurred_at, source_turn_id, created_at "
-                "FROM turns WHERE conversation_id = %s ORDER BY seq",
-                (summary.id,),
+                "FROM turns WHERE tenant_id = %s AND conversation_id = %s ORDER BY seq",
+                (tenant, summary.id),
             ).fetchall()
         ]
-        windows = _windows(conn, summary.id)
+        windows = _windows(conn, tenant, summary.id)
         handoffs = [
             _handoff(r)
             for r in conn.execute(
-                f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE conversation_id = %s "
+                f"SELECT {_HANDOFF_COLUMNS} FROM handoffs "
+                "WHERE tenant_id = %s AND conversation_id = %s "
                 "ORDER BY created_at DESC, id DESC",
-                (summary.id,),
+                (tenant, summary.id),
             ).fetchall()
         ]
     return Transcript(summary, turns, windows, handoffs)
 
 
-def _find(conn: Connection, conversation: str) -> Sequence[Any] | None:
+def _find(conn: Connection, tenant: str, conversation: str) -> Sequence[Any] | None:
     uuid = _as_uuid(conversation)
     return conn.execute(
-        f"SELECT {_SUMMARY_COLUMNS} FROM conversations AS c "
-        "WHERE c.external_id = %s OR c.id = %s ORDER BY c.id = %s DESC LIMIT 1",
-        (conversation, uuid, uuid),
+        f"SELECT {_SUMMARY_COLUMNS} FROM conversations AS c WHERE c.tenant_id = %s "
+        "AND (c.external_id = %s OR c.id = %s) ORDER BY c.id = %s DESC LIMIT 1",
+        (tenant, conversation, uuid, uuid),
     ).fetchone()
 
 
@@ -253,20 +264,21 @@ _WINDOW_DECISIONS = """
     SELECT turn_start, turn_end, memory_id, decision, composite, threshold, reason, scorer,
            created_at
       FROM admission_log
-     WHERE conversation_id = %s AND kind = 'window' AND turn_start IS NOT NULL
+     WHERE tenant_id = %s AND conversation_id = %s AND kind = 'window'
+       AND turn_start IS NOT NULL
      ORDER BY id"""
 
 
-def _windows(conn: Connection, conversation_id: str) -> list[TranscriptWindow]:
+def _windows(conn: Connection, tenant: str, conversation_id: str) -> list[TranscriptWindow]:
     """Every window the gate decided on, from its log (conversation and turns, migration
     0011); a stored window without such a row (logged before 0011) still shows, from
     ``memories``, without its decision."""
-    found = [_window(row) for row in conn.execute(_WINDOW_DECISIONS, (conversation_id,))]
+    found = [_window(row) for row in conn.execute(_WINDOW_DECISIONS, (tenant, conversation_id))]
     logged = {(w.turn_start, w.turn_end, w.memory_id) for w in found if w.status == "stored"}
     for memory_id, start, end in conn.execute(
-        "SELECT id, turn_start, turn_end FROM memories "
-        "WHERE conversation_id = %s AND kind = 'window' AND turn_start IS NOT NULL",
-        (conversation_id,),
+        "SELECT id, turn_start, turn_end FROM memories WHERE tenant_id = %s "
+        "AND conversation_id = %s AND kind = 'window' AND turn_start IS NOT NULL",
+        (tenant, conversation_id),
     ).fetchall():
         if (int(start), int(end), str(memory_id)) not in logged:
             found.append(TranscriptWindow(int(start), int(end), "stored", str(memory_id)))
@@ -335,11 +347,17 @@ def list_handoffs(
         after_at, after_id = paging.decode("handoffs", cursor, (datetime, int))
     with elephant.db.reading(tenant, "primary") as conn:
         rows = conn.execute(
-            f"SELECT {_HANDOFF_COLUMNS} FROM handoffs "
-            "WHERE (%(project)s::text IS NULL OR project = %(project)s) "
+            f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE tenant_id = %(tenant)s "
+            "AND (%(project)s::text IS NULL OR project = %(project)s) "
             "AND (%(after_at)s::timestamptz IS NULL OR (created_at, id) < (%(after_at)s, "
             "%(after_id)s::bigint)) ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
-            {"project": project, "after_at": after_at, "after_id": after_id, "limit": limit + 1},
+            {
+                "tenant": tenant,
+                "project": project,
+                "after_at": after_at,
+                "after_id": after_id,
+                "limit": limit + 1,
+            },
         ).fetchall()
     items = [_handoff(row) for row in rows[:limit]]
     next_cursor = None
@@ -365,18 +383,25 @@ def turn_links(
     with elephant.db.reading(tenant, "primary") as conn:
         rows = conn.execute(
             "SELECT m.id::text, m.conversation_id::text, m.turn_start, m.turn_end "
-            "FROM memories AS m WHERE m.id = ANY(%s) AND m.conversation_id IS NOT NULL "
-            "AND m.turn_start IS NOT NULL "
+            "FROM memories AS m WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(memories)s) "
+            "AND m.conversation_id IS NOT NULL AND m.turn_start IS NOT NULL "
             "UNION ALL "
             "SELECT f.id::text, f.conversation_id::text, "
             "       coalesce(min(t.seq), m.turn_start), coalesce(max(t.seq), m.turn_end) "
             "FROM facts AS f "
-            "LEFT JOIN turns AS t ON t.conversation_id = f.conversation_id "
+            "LEFT JOIN turns AS t ON t.tenant_id = f.tenant_id "
+            "     AND t.conversation_id = f.conversation_id "
             "     AND t.source_turn_id = ANY(f.source_turn_ids) "
-            "LEFT JOIN memories AS m ON m.id = f.memory_id AND m.kind = 'window' "
-            "WHERE f.id = ANY(%s) AND f.conversation_id IS NOT NULL "
+            "LEFT JOIN memories AS m ON m.tenant_id = f.tenant_id AND m.id = f.memory_id "
+            "     AND m.kind = 'window' "
+            "WHERE f.tenant_id = %(tenant)s AND f.id = ANY(%(facts)s) "
+            "AND f.conversation_id IS NOT NULL "
             "GROUP BY f.id, f.conversation_id, m.turn_start, m.turn_end",
-            ([i for i in memory_ids if i], [i for i in fact_ids if i]),
+            {
+                "tenant": tenant,
+                "memories": [i for i in memory_ids if i],
+                "facts": [i for i in fact_ids if i],
+            },
         ).fetchall()
     for hit_id, conversation_id, start, end in rows:
         if start is not None:

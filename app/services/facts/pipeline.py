@@ -43,7 +43,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
     if "memory_id" in payload:
         source = _note_source(elephant, conn, job.tenant_id, payload)
     else:
-        source = _conversation_source(conn, payload)
+        source = _conversation_source(conn, job.tenant_id, payload)
     if source is None:
         return 0  # the memory or conversation was deleted meanwhile
     facts = [
@@ -216,8 +216,9 @@ def _note_source(
 ) -> _Source | None:
     memory_id = str(payload["memory_id"])
     row = conn.execute(
-        "SELECT text, coalesce(event_at, created_at), source FROM memories WHERE id = %s",
-        (memory_id,),
+        "SELECT text, coalesce(event_at, created_at), source FROM memories "
+        "WHERE tenant_id = %s AND id = %s",
+        (tenant, memory_id),
     ).fetchone()
     if row is None:
         return None
@@ -236,25 +237,34 @@ def _handle(seq: int, taken: set[str]) -> str:
     return handle
 
 
-def _conversation_source(conn: Connection, payload: dict[str, Any]) -> _Source | None:
+def _conversation_source(conn: Connection, tenant: str, payload: dict[str, Any]) -> _Source | None:
     conversation_id = str(payload["conversation_id"])
     conversation = conn.execute(
-        "SELECT source FROM conversations WHERE id = %s", (conversation_id,)
+        "SELECT source FROM conversations WHERE tenant_id = %s AND id = %s",
+        (tenant, conversation_id),
     ).fetchone()
     if conversation is None:
         return None
+    span = {
+        "tenant": tenant,
+        "conversation": conversation_id,
+        "from": payload["seq_from"],
+        "to": payload["seq_to"],
+    }
     # occurred_at is the turn's timestamp, else its session date (set at commit)
     rows = conn.execute(
         "SELECT seq, speaker, text, coalesce(occurred_at, created_at), source_turn_id "
-        "FROM turns WHERE conversation_id = %s AND seq BETWEEN %s AND %s ORDER BY seq",
-        (conversation_id, payload["seq_from"], payload["seq_to"]),
+        "FROM turns WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s "
+        "AND seq BETWEEN %(from)s AND %(to)s ORDER BY seq",
+        span,
     ).fetchall()
     if not rows:
         return None
     windows = conn.execute(
-        "SELECT id, turn_start, turn_end FROM memories WHERE conversation_id = %s "
-        "AND turn_end >= %s AND turn_start <= %s ORDER BY turn_start",
-        (conversation_id, payload["seq_from"], payload["seq_to"]),
+        "SELECT id, turn_start, turn_end FROM memories WHERE tenant_id = %(tenant)s "
+        "AND conversation_id = %(conversation)s "
+        "AND turn_end >= %(from)s AND turn_start <= %(to)s ORDER BY turn_start",
+        span,
     ).fetchall()
     turns = []
     memory_for: dict[str, str] = {}

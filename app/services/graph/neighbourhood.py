@@ -194,7 +194,7 @@ def _moments(relations: Sequence[Relation]) -> list[datetime]:
 
 
 def _source_facts(
-    conn: Connection, pairs: Sequence[tuple[str, str]]
+    conn: Connection, tenant: str, pairs: Sequence[tuple[str, str]]
 ) -> dict[tuple[str, str], SourceFact]:
     """For each (subject, other) pair, the earliest extracted fact about the subject that
     names the other: where ingest took its `mentions` edge from."""
@@ -202,26 +202,35 @@ def _source_facts(
         return {}
     rows = conn.execute(
         "SELECT DISTINCT ON (p.s, p.t) p.s, p.t, f.id, f.text "
-        "FROM unnest(%s::text[], %s::text[]) AS p (s, t) "
-        "JOIN fact_entities AS a ON a.entity_key = p.s AND a.link = 'about' "
-        "JOIN fact_entities AS b ON b.fact_id = a.fact_id AND b.entity_key = p.t "
-        "JOIN facts AS f ON f.id = a.fact_id "
-        "WHERE f.observation_kind IS NULL "
+        "FROM unnest(%(subjects)s::text[], %(others)s::text[]) AS p (s, t) "
+        "JOIN fact_entities AS a ON a.tenant_id = %(tenant)s AND a.entity_key = p.s "
+        "     AND a.link = 'about' "
+        "JOIN fact_entities AS b ON b.tenant_id = a.tenant_id AND b.fact_id = a.fact_id "
+        "     AND b.entity_key = p.t "
+        "JOIN facts AS f ON f.tenant_id = a.tenant_id AND f.id = a.fact_id "
+        "WHERE f.tenant_id = %(tenant)s AND f.observation_kind IS NULL "
         "ORDER BY p.s, p.t, f.created_at, f.id",
-        ([p[0] for p in pairs], [p[1] for p in pairs]),
+        {
+            "tenant": tenant,
+            "subjects": [p[0] for p in pairs],
+            "others": [p[1] for p in pairs],
+        },
     ).fetchall()
     return {(row[0], row[1]): SourceFact(id=str(row[2]), text=str(row[3])) for row in rows}
 
 
-def _observations(conn: Connection, key: str, instant: datetime) -> tuple[list[Observation], int]:
+def _observations(
+    conn: Connection, tenant: str, key: str, instant: datetime
+) -> tuple[list[Observation], int]:
     """Every observation of the entity (any status), earliest validity first, bounded."""
     rows = conn.execute(
         "SELECT f.id, f.text, coalesce(f.observation_kind, 'note'), f.source, f.status, "
         "f.valid_from, f.valid_to, f.recorded_at, count(*) OVER () "
-        "FROM fact_entities AS fe JOIN facts AS f ON f.id = fe.fact_id "
-        "WHERE fe.entity_key = %s AND fe.link = 'about' "
+        "FROM fact_entities AS fe JOIN facts AS f "
+        "ON f.tenant_id = fe.tenant_id AND f.id = fe.fact_id "
+        "WHERE fe.tenant_id = %s AND fe.entity_key = %s AND fe.link = 'about' "
         "ORDER BY f.valid_from NULLS FIRST, f.recorded_at, f.created_at, f.id LIMIT %s",
-        (key, MAX_OBSERVATIONS),
+        (tenant, key, MAX_OBSERVATIONS),
     ).fetchall()
     total = int(rows[0][8]) if rows else 0
     found = [
@@ -288,9 +297,10 @@ def entity_neighbourhood(
         shown = [r for r in shown if r.source in distance and r.target in distance]
         facts = _source_facts(
             conn,
+            tenant,
             sorted({(r.source, r.target) for r in shown if r.properties.get("source") == "ingest"}),
         )
-        observations, total = _observations(conn, key, instant)
+        observations, total = _observations(conn, tenant, key, instant)
     nodes = sorted(
         (_node(entities[k], d) for k, d in distance.items() if k in entities),
         key=lambda n: (n.hops, n.key),

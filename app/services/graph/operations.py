@@ -434,11 +434,11 @@ def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> 
         result = _apply(elephant, store, conn, tenant, plan, vectors, source="record")
         relations_closed: int | UnsetType = UNSET
         if request.observations:
-            ids = _match_observations(conn, old, request.entity, request.observations)
+            ids = _match_observations(conn, tenant, old, request.entity, request.observations)
         else:
             # The whole entity is superseded: its observations and its current relations
             # (all but the new supersedes edge) end now, kept as history.
-            ids = [observation.id for observation in active_observations(conn, [old])[old]]
+            ids = [observation.id for observation in active_observations(conn, tenant, [old])[old]]
             entity = store.entities(conn, tenant, [old])[old]
             store.update_entities(conn, tenant, [replace(entity, valid_to=stamp, updated_at=stamp)])
             ending = [
@@ -448,7 +448,12 @@ def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> 
             ]
             relations_closed = store.invalidate_relations(conn, tenant, ending, stamp)
         closed = _close_facts(
-            conn, ids, status="superseded", reason=request.reason, by_entity=request.superseded_by
+            conn,
+            tenant,
+            ids,
+            status="superseded",
+            reason=request.reason,
+            by_entity=request.superseded_by,
         )
     return RevisionResult(
         **msgspec.structs.asdict(result),
@@ -469,9 +474,11 @@ def invalidate_observations(
     with elephant.db.tenant(tenant) as conn:
         for item in items:
             ids = _match_observations(
-                conn, _key(item.entity, "entity"), item.entity, item.observations
+                conn, tenant, _key(item.entity, "entity"), item.entity, item.observations
             )
-            closed += _close_facts(conn, ids, status="retracted", reason=reason, by_entity=None)
+            closed += _close_facts(
+                conn, tenant, ids, status="retracted", reason=reason, by_entity=None
+            )
     return ObservationsInvalidated(observations_invalidated=closed)
 
 
@@ -513,9 +520,11 @@ def delete_observations(
     with elephant.db.tenant(tenant) as conn:
         for item in items:
             ids = _match_observations(
-                conn, _key(item.entity, "entity"), item.entity, item.observations
+                conn, tenant, _key(item.entity, "entity"), item.entity, item.observations
             )
-            deleted += conn.execute("DELETE FROM facts WHERE id = ANY(%s)", (ids,)).rowcount
+            deleted += conn.execute(
+                "DELETE FROM facts WHERE tenant_id = %s AND id = ANY(%s)", (tenant, ids)
+            ).rowcount
     return ObservationsDeleted(observations_deleted=deleted)
 
 
@@ -527,12 +536,17 @@ def delete_entities(elephant: Elephant, tenant: str, names: list[str]) -> Entiti
         if not store.exists(conn, tenant):
             return EntitiesDeleted(entities_deleted=0, missing=names)
         found = store.entities(conn, tenant, keys)
+        params = {"tenant": tenant, "keys": list(found)}
         conn.execute(
-            "DELETE FROM facts WHERE observation_kind IS NOT NULL AND id IN "
-            "(SELECT fact_id FROM fact_entities WHERE entity_key = ANY(%s) AND link = 'about')",
-            (list(found),),
+            "DELETE FROM facts WHERE tenant_id = %(tenant)s AND observation_kind IS NOT NULL "
+            "AND id IN (SELECT fact_id FROM fact_entities WHERE tenant_id = %(tenant)s "
+            "           AND entity_key = ANY(%(keys)s) AND link = 'about')",
+            params,
         )
-        conn.execute("DELETE FROM fact_entities WHERE entity_key = ANY(%s)", (list(found),))
+        conn.execute(
+            "DELETE FROM fact_entities WHERE tenant_id = %(tenant)s AND entity_key = ANY(%(keys)s)",
+            params,
+        )
         deleted = store.delete_entities(conn, tenant, list(found))
     missing = [name for name, key in zip(names, keys, strict=True) if key not in found]
     return EntitiesDeleted(entities_deleted=deleted, missing=missing)
@@ -561,20 +575,22 @@ def _triples(relations: Sequence[RelationRef]) -> list[tuple[str, str, str]]:
 
 
 def active_observations(
-    conn: Connection, keys: Sequence[str], as_of: datetime | None = None
+    conn: Connection, tenant: str, keys: Sequence[str], as_of: datetime | None = None
 ) -> dict[str, list[GraphObservation]]:
     """Observations true now (status active), or at ``as_of``: inside their validity,
     whatever happened to them since (an invalidated one was true until its valid_to)."""
     rows = conn.execute(
         "SELECT fe.entity_key, f.id, f.text, coalesce(f.observation_kind, 'note'), f.source, "
         "f.valid_from, f.valid_to, f.recorded_at, f.status "
-        "FROM fact_entities AS fe JOIN facts AS f ON f.id = fe.fact_id "
-        "WHERE fe.entity_key = ANY(%(keys)s) AND fe.link = 'about' AND CASE "
+        "FROM fact_entities AS fe JOIN facts AS f ON f.tenant_id = fe.tenant_id "
+        "AND f.id = fe.fact_id "
+        "WHERE fe.tenant_id = %(tenant)s AND fe.entity_key = ANY(%(keys)s) "
+        "AND fe.link = 'about' AND CASE "
         "  WHEN %(as_of)s::timestamptz IS NULL THEN f.status = 'active' "
         "  ELSE (f.valid_from IS NULL OR f.valid_from <= %(as_of)s) "
         "   AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s) END "
         "ORDER BY fe.entity_key, f.recorded_at, f.created_at, f.id",  # created_at: call order
-        {"keys": list(keys), "as_of": as_of},
+        {"tenant": tenant, "keys": list(keys), "as_of": as_of},
     ).fetchall()
     found: dict[str, list[GraphObservation]] = {key: [] for key in keys}
     then = as_of is not None  # a read of the past also says how each one ended
@@ -594,8 +610,10 @@ def active_observations(
     return found
 
 
-def _match_observations(conn: Connection, key: str, name: str, wanted: Sequence[str]) -> list[str]:
-    active = active_observations(conn, [key])[key]
+def _match_observations(
+    conn: Connection, tenant: str, key: str, name: str, wanted: Sequence[str]
+) -> list[str]:
+    active = active_observations(conn, tenant, [key])[key]
     by_text = {" ".join(o.content.casefold().split()): o.id for o in active}
     by_id = {o.id for o in active}
     ids, unknown = [], []
@@ -617,13 +635,20 @@ def _match_observations(conn: Connection, key: str, name: str, wanted: Sequence[
 
 
 def _close_facts(
-    conn: Connection, ids: Sequence[str], *, status: str, reason: str | None, by_entity: str | None
+    conn: Connection,
+    tenant: str,
+    ids: Sequence[str],
+    *,
+    status: str,
+    reason: str | None,
+    by_entity: str | None,
 ) -> int:
     if not ids:
         return 0
     note = {k: v for k, v in {"reason": reason, "superseded_by_entity": by_entity}.items() if v}
     return conn.execute(
         "UPDATE facts SET status = %s, valid_to = greatest(now(), valid_from), expired_at = now(), "
-        "metadata = metadata || %s::jsonb WHERE id = ANY(%s) AND status = 'active'",
-        (status, json.dumps(note), list(ids)),
+        "metadata = metadata || %s::jsonb "
+        "WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'",
+        (status, json.dumps(note), tenant, list(ids)),
     ).rowcount

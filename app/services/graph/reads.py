@@ -73,7 +73,7 @@ def _nodes(
     as_of: datetime | None = None,
 ) -> list[GraphNode]:
     keys = [entity.key for entity in entities]
-    observations = active_observations(conn, keys, as_of)
+    observations = active_observations(conn, tenant, keys, as_of)
     if as_of is None:
         relations = store.relations(conn, tenant, keys, active_only=True)
     else:
@@ -165,7 +165,7 @@ def search_nodes(
             return NodeSearchResult(query=query, entities=[], total_matched=0, truncated=False)
         by_name = store.find(conn, tenant, [text], domain=domain_name, role=role)
         by_name.sort(key=lambda e: (e.key != text, not e.key.startswith(text), e.key))
-        by_observation = _observation_matches(conn, vector)
+        by_observation = _observation_matches(conn, tenant, vector)
         extra = store.entities(
             conn, tenant, [k for k in by_observation if k not in {e.key for e in by_name}]
         )
@@ -182,15 +182,16 @@ def search_nodes(
     )
 
 
-def _observation_matches(conn: Connection, vector: Any, pool: int = 50) -> list[str]:
+def _observation_matches(conn: Connection, tenant: str, vector: Any, pool: int = 50) -> list[str]:
     """Entity keys whose facts are nearest the query, nearest first (a bounded pool)."""
     rows = conn.execute(
         "SELECT fe.entity_key, min(n.distance) AS d FROM ("
-        "  SELECT f.id, f.embedding <=> %s AS distance FROM facts AS f"
-        "   WHERE f.status = 'active' ORDER BY f.embedding <=> %s LIMIT %s) AS n"
-        " JOIN fact_entities AS fe ON fe.fact_id = n.id"
+        "  SELECT f.id, f.embedding <=> %(vector)s AS distance FROM facts AS f"
+        "   WHERE f.tenant_id = %(tenant)s AND f.status = 'active'"
+        "   ORDER BY f.embedding <=> %(vector)s LIMIT %(pool)s) AS n"
+        " JOIN fact_entities AS fe ON fe.tenant_id = %(tenant)s AND fe.fact_id = n.id"
         " WHERE n.distance < 0.6 GROUP BY fe.entity_key ORDER BY d",
-        (vector, vector, pool),
+        {"tenant": tenant, "vector": vector, "pool": pool},
     ).fetchall()
     return [row[0] for row in rows]
 
@@ -243,7 +244,7 @@ def read_graph(
             start, found, total = _after_key(store, conn, tenant, after[0], after[1], limit + 1)
         entities = found[:limit]
         if summary:
-            counts = _observation_counts(conn, [e.key for e in entities])
+            counts = _observation_counts(conn, tenant, [e.key for e in entities])
             relations = store.relations(conn, tenant, [e.key for e in entities], active_only=True)
             items: list[EntitySummary | GraphNode] = [
                 EntitySummary(
@@ -320,12 +321,13 @@ def _first_true(predicate: Callable[[int], bool], hint: int) -> int:
     return high
 
 
-def _observation_counts(conn: Connection, keys: Sequence[str]) -> dict[str, int]:
+def _observation_counts(conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, int]:
     rows = conn.execute(
         "SELECT fe.entity_key, count(*) FROM fact_entities AS fe JOIN facts AS f "
-        "ON f.id = fe.fact_id WHERE fe.entity_key = ANY(%s) AND fe.link = 'about' "
+        "ON f.tenant_id = fe.tenant_id AND f.id = fe.fact_id "
+        "WHERE fe.tenant_id = %s AND fe.entity_key = ANY(%s) AND fe.link = 'about' "
         "AND f.status = 'active' GROUP BY fe.entity_key",
-        (list(keys),),
+        (tenant, list(keys)),
     ).fetchall()
     return {key: int(count) for key, count in rows}
 

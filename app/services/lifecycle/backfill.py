@@ -22,24 +22,27 @@ BATCHES = 20
 _EMBEDDED = {"memories": "text", "facts": "text"}
 
 
-def _missing(conn: Connection) -> dict[str, int]:
+def _missing(conn: Connection, tenant: str) -> dict[str, int]:
     row = conn.execute(
-        "SELECT (SELECT count(*) FROM memories WHERE embedding IS NULL), "
-        "(SELECT count(*) FROM facts WHERE embedding IS NULL), "
-        "(SELECT count(*) FROM turns AS t WHERE NOT EXISTS "
-        "   (SELECT 1 FROM passages AS p WHERE p.turn_id = t.id))"
+        "SELECT (SELECT count(*) FROM memories "
+        "        WHERE tenant_id = %(tenant)s AND embedding IS NULL), "
+        "(SELECT count(*) FROM facts WHERE tenant_id = %(tenant)s AND embedding IS NULL), "
+        "(SELECT count(*) FROM turns AS t WHERE t.tenant_id = %(tenant)s AND NOT EXISTS "
+        "   (SELECT 1 FROM passages AS p WHERE p.tenant_id = t.tenant_id AND p.turn_id = t.id))",
+        {"tenant": tenant},
     ).fetchone()
     values = [int(value) for value in row] if row else [0, 0, 0]
     return dict(zip(("memory_vectors", "fact_vectors", "turn_passages"), values, strict=True))
 
 
-def fill_vectors(elephant: Elephant, conn: Connection, limit: int) -> tuple[int, bool]:
+def fill_vectors(elephant: Elephant, conn: Connection, tenant: str, limit: int) -> tuple[int, bool]:
     """Vectors for up to ``limit`` memories and ``limit`` facts; (written, a batch was full)."""
     written, full = 0, False
     for table, text in _EMBEDDED.items():
         rows = conn.execute(
-            f"SELECT id, {text} FROM {table} WHERE embedding IS NULL ORDER BY created_at LIMIT %s",
-            (limit,),
+            f"SELECT id, {text} FROM {table} WHERE tenant_id = %s AND embedding IS NULL "
+            "ORDER BY created_at LIMIT %s",
+            (tenant, limit),
         ).fetchall()
         if not rows:
             continue
@@ -47,8 +50,11 @@ def fill_vectors(elephant: Elephant, conn: Connection, limit: int) -> tuple[int,
             vectors = elephant.embedder.embed_documents([str(value) for _, value in rows])
         with conn.cursor() as cursor:
             cursor.executemany(
-                f"UPDATE {table} SET embedding = %s WHERE id = %s",
-                [(vector, row_id) for (row_id, _), vector in zip(rows, vectors, strict=True)],
+                f"UPDATE {table} SET embedding = %s WHERE tenant_id = %s AND id = %s",
+                [
+                    (vector, tenant, row_id)
+                    for (row_id, _), vector in zip(rows, vectors, strict=True)
+                ],
             )
         written += len(rows)
         full = full or len(rows) == limit
@@ -56,7 +62,7 @@ def fill_vectors(elephant: Elephant, conn: Connection, limit: int) -> tuple[int,
 
 
 def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> Report:
-    before = _missing(conn)
+    before = _missing(conn, tenant)
     report = Report("backfill", tenant, dry_run, detail={"missing_before": before})
     if dry_run:
         report.counts = dict(before)
@@ -64,7 +70,7 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
     vectors = passages_written = 0
     more = True
     for _ in range(BATCHES):
-        written, full = fill_vectors(elephant, conn, BATCH)
+        written, full = fill_vectors(elephant, conn, tenant, BATCH)
         filled = passages.backfill(
             conn,
             tenant,
@@ -79,5 +85,5 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
             break
     report.counts = {"vectors": vectors, "passages": passages_written}
     report.more = more
-    report.detail["missing_after"] = _missing(conn)
+    report.detail["missing_after"] = _missing(conn, tenant)
     return report

@@ -30,10 +30,12 @@ _TABLES = {
 
 def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> Report:
     lifecycle = elephant.settings.lifecycle
-    params = {
+    batch = elephant.settings.maintenance.decay_batch
+    params: dict[str, object] = {
         **ActivationParams.of(lifecycle).sql_args(),
+        "tenant": tenant,
         "floor": lifecycle.dormant_below,
-        "batch": elephant.settings.maintenance.decay_batch,
+        "batch": batch,
     }
     report = Report("decay", tenant, dry_run, detail={"dormant_below": lifecycle.dormant_below})
     for table, (anchor, scope) in _TABLES.items():
@@ -44,8 +46,8 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
         ):
             chosen = (
                 f"SELECT t.id FROM {table} AS t "
-                "LEFT JOIN access_stats AS u ON u.item_id = t.id "
-                f"WHERE {state} AND {scope} "
+                "LEFT JOIN access_stats AS u ON u.tenant_id = t.tenant_id AND u.item_id = t.id "
+                f"WHERE t.tenant_id = %(tenant)s AND {state} AND {scope} "
                 f"AND {activation} {test} %(floor)s LIMIT %(batch)s"
             )
             if dry_run:
@@ -54,15 +56,17 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
                 value = "now()" if action == "dormant" else "NULL"
                 query = (
                     f"WITH c AS ({chosen}) UPDATE {table} AS u SET dormant_at = {value} "
-                    "FROM c WHERE u.id = c.id RETURNING 1"
+                    "FROM c WHERE u.tenant_id = %(tenant)s AND u.id = c.id RETURNING 1"
                 )
             rows = conn.execute(query, params).fetchall()
             changed = int(rows[0][0]) if dry_run else len(rows)
             report.counts[f"{table}_{action}"] = changed
-            report.more = report.more or changed >= params["batch"]
+            report.more = report.more or changed >= batch
     row = conn.execute(
-        "SELECT (SELECT count(*) FROM memories WHERE dormant_at IS NOT NULL), "
-        "(SELECT count(*) FROM facts WHERE dormant_at IS NOT NULL)"
+        "SELECT (SELECT count(*) FROM memories "
+        "        WHERE tenant_id = %(tenant)s AND dormant_at IS NOT NULL), "
+        "(SELECT count(*) FROM facts WHERE tenant_id = %(tenant)s AND dormant_at IS NOT NULL)",
+        {"tenant": tenant},
     ).fetchone()
     if row is not None:
         report.detail["dormant_now"] = {"memories": int(row[0]), "facts": int(row[1])}

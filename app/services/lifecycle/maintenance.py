@@ -94,11 +94,12 @@ def record(
     )
 
 
-def last_report(conn: Connection, job_id: int) -> Report | None:
+def last_report(conn: Connection, tenant: str, job_id: int) -> Report | None:
     """The report of the run a job made (in its tenant's transaction)."""
     row = conn.execute(
-        "SELECT report FROM maintenance_runs WHERE job_id = %s ORDER BY id DESC LIMIT 1",
-        (job_id,),
+        "SELECT report FROM maintenance_runs WHERE tenant_id = %s AND job_id = %s "
+        "ORDER BY id DESC LIMIT 1",
+        (tenant, job_id),
     ).fetchone()
     if row is None:
         return None

@@ -27,20 +27,21 @@ from app.services.runtime import Elephant
 
 _CONVERSATIONS = """
 SELECT c.id FROM conversations AS c
-WHERE c.source = %(source)s
+WHERE c.tenant_id = %(tenant)s AND c.source = %(source)s
   AND greatest(c.created_at, (SELECT max(t.created_at) FROM turns AS t
-                              WHERE t.conversation_id = c.id)) < %(cutoff)s
+                              WHERE t.tenant_id = c.tenant_id
+                                AND t.conversation_id = c.id)) < %(cutoff)s
 ORDER BY c.created_at
 """
 _MEMORIES = """
 SELECT m.id FROM memories AS m
-WHERE m.source = %(source)s AND m.conversation_id IS NULL
+WHERE m.tenant_id = %(tenant)s AND m.source = %(source)s AND m.conversation_id IS NULL
   AND greatest(m.created_at, m.last_seen_at) < %(cutoff)s
 ORDER BY m.created_at
 """
 _FACTS = """
 SELECT f.id FROM facts AS f
-WHERE f.source = %(source)s AND f.created_at < %(cutoff)s
+WHERE f.tenant_id = %(tenant)s AND f.source = %(source)s AND f.created_at < %(cutoff)s
   AND f.memory_id IS NULL AND f.conversation_id IS NULL
 ORDER BY f.created_at
 """
@@ -62,7 +63,7 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
     removed: dict[str, int] = {}
     for source, days in sorted(rules.items()):
         cutoff = at - timedelta(days=days)
-        params = {"source": source, "cutoff": cutoff}
+        params = {"tenant": tenant, "source": source, "cutoff": cutoff}
         conversations = [row[0] for row in conn.execute(_CONVERSATIONS, params).fetchall()]
         memories = [row[0] for row in conn.execute(_MEMORIES, params).fetchall()]
         facts = [row[0] for row in conn.execute(_FACTS, params).fetchall()]

@@ -35,16 +35,19 @@ def run_now(elephant: Elephant, tenant: str, kind: str, *, dry_run: bool) -> Rep
         ).fetchone()
         if row is None:  # one is queued or running already: that one is this run
             row = conn.execute(
-                "SELECT id FROM jobs WHERE kind = %s AND status IN ('queued', 'running')",
-                (job_kind(kind),),
+                "SELECT id FROM jobs "
+                "WHERE tenant_id = %s AND kind = %s AND status IN ('queued', 'running')",
+                (tenant, job_kind(kind)),
             ).fetchone()
     if row is None:
         raise ElephantError(f"could not queue the {kind} job of tenant {tenant}: retry")
     job_id = int(row[0])
     _, status = run_job_now(elephant, tenant, job_id, timeout_s=TIMEOUT_S)
     with elephant.db.tenant(tenant) as conn:
-        report = last_report(conn, job_id)
-        error = conn.execute("SELECT last_error FROM jobs WHERE id = %s", (job_id,)).fetchone()
+        report = last_report(conn, tenant, job_id)
+        error = conn.execute(
+            "SELECT last_error FROM jobs WHERE tenant_id = %s AND id = %s", (tenant, job_id)
+        ).fetchone()
     if status != "done" or report is None:
         why = error[0] if error and error[0] else status
         raise ElephantError(f"{kind} of tenant {tenant} did not finish (job {job_id}): {why}")

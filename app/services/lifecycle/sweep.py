@@ -35,9 +35,10 @@ EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 _CANDIDATES = """
 SELECT m.id::text, m.text, m.source, m.embedding, m.created_at,
        EXISTS (SELECT 1 FROM admission_log AS a
-               WHERE a.memory_id = m.id AND a.decision = 'forced') AS forced
+               WHERE a.tenant_id = m.tenant_id AND a.memory_id = m.id
+                 AND a.decision = 'forced') AS forced
 FROM memories AS m
-WHERE m.kind = 'note' AND m.created_at >= %(since)s
+WHERE m.tenant_id = %(tenant)s AND m.kind = 'note' AND m.created_at >= %(since)s
 ORDER BY m.created_at, m.id
 LIMIT %(batch)s
 """
@@ -45,7 +46,8 @@ LIMIT %(batch)s
 _NEIGHBOURS = """
 SELECT n.id::text, n.text, 1 - (n.embedding <=> %(embedding)s) AS similarity
 FROM memories AS n
-WHERE n.kind = 'note' AND n.source = %(source)s AND n.embedding IS NOT NULL
+WHERE n.tenant_id = %(tenant)s AND n.kind = 'note' AND n.source = %(source)s
+  AND n.embedding IS NOT NULL
   AND (n.created_at, n.id) < (%(created_at)s, %(id)s::uuid)
 ORDER BY n.embedding <=> %(embedding)s
 LIMIT %(k)s
@@ -58,40 +60,44 @@ UPDATE memories AS keep
        event_at = coalesce(keep.event_at, gone.event_at),
        dormant_at = CASE WHEN gone.dormant_at IS NULL THEN NULL ELSE keep.dormant_at END
   FROM memories AS gone
- WHERE keep.id = %(keep)s AND gone.id = %(gone)s
+ WHERE keep.tenant_id = %(tenant)s AND keep.id = %(keep)s
+   AND gone.tenant_id = %(tenant)s AND gone.id = %(gone)s
 """
 # Its uses count for the note kept (the DELETE's trigger then drops the gone note's row).
 _MERGE_USES = """
 INSERT INTO access_stats AS a (tenant_id, item_id, item_kind, access_count, last_accessed_at)
 SELECT gone.tenant_id, %(keep)s, 'memory', gone.access_count, gone.last_accessed_at
   FROM access_stats AS gone
- WHERE gone.item_id = %(gone)s
+ WHERE gone.tenant_id = %(tenant)s AND gone.item_id = %(gone)s
 ON CONFLICT (tenant_id, item_id) DO UPDATE
    SET access_count = least(a.access_count::bigint + excluded.access_count, 2147483647),
        last_accessed_at = greatest(a.last_accessed_at, excluded.last_accessed_at)
 """
 _MOVE = (
-    "UPDATE facts SET memory_id = %(keep)s WHERE memory_id = %(gone)s",
-    "UPDATE feedback SET memory_id = %(keep)s WHERE memory_id = %(gone)s",
-    "UPDATE admission_log SET memory_id = %(keep)s WHERE memory_id = %(gone)s",
+    "UPDATE facts SET memory_id = %(keep)s WHERE tenant_id = %(tenant)s AND memory_id = %(gone)s",
+    "UPDATE feedback SET memory_id = %(keep)s "
+    "WHERE tenant_id = %(tenant)s AND memory_id = %(gone)s",
+    "UPDATE admission_log SET memory_id = %(keep)s "
+    "WHERE tenant_id = %(tenant)s AND memory_id = %(gone)s",
 )
 
 
-def last_cursor(conn: Connection) -> datetime | None:
+def last_cursor(conn: Connection, tenant: str) -> datetime | None:
     """Where the last sweep of this tenant stopped (its report's cursor)."""
     row = conn.execute(
-        "SELECT report -> 'detail' ->> 'cursor' FROM maintenance_runs WHERE kind = 'dedup' "
-        "ORDER BY finished_at DESC, id DESC LIMIT 1"
+        "SELECT report -> 'detail' ->> 'cursor' FROM maintenance_runs "
+        "WHERE tenant_id = %s AND kind = 'dedup' ORDER BY finished_at DESC, id DESC LIMIT 1",
+        (tenant,),
     ).fetchone()
     return datetime.fromisoformat(row[0]) if row and row[0] else None
 
 
 def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> Report:
     batch = elephant.settings.maintenance.dedup_batch
-    cursor = last_cursor(conn)
+    cursor = last_cursor(conn, tenant)
     since = EPOCH if cursor is None else cursor - CURSOR_SLACK
     conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-    rows = conn.execute(_CANDIDATES, {"since": since, "batch": batch}).fetchall()
+    rows = conn.execute(_CANDIDATES, {"tenant": tenant, "since": since, "batch": batch}).fetchall()
     report = Report("dedup", tenant, dry_run, counts={"merged": 0})
     merges: list[dict[str, Any]] = []
     gone: set[str] = set()
@@ -109,6 +115,7 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
             for nid, ntext, similarity in conn.execute(
                 _NEIGHBOURS,
                 {
+                    "tenant": tenant,
                     "embedding": embedding,
                     "source": source,
                     "created_at": created_at,
@@ -128,7 +135,7 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
         )
         gone.add(memory_id)
         if not dry_run:
-            merge(conn, keep=into, gone=memory_id)
+            merge(conn, tenant, keep=into, gone=memory_id)
     report.counts["merged"] = len(merges)
     report.more = len(rows) >= batch
     report.detail = {
@@ -140,11 +147,11 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
     return report
 
 
-def merge(conn: Connection, *, keep: str, gone: str) -> None:
+def merge(conn: Connection, tenant: str, *, keep: str, gone: str) -> None:
     """Fold note ``gone`` into note ``keep`` (see the module docstring), then delete it."""
-    params = {"keep": keep, "gone": gone}
+    params = {"tenant": tenant, "keep": keep, "gone": gone}
     conn.execute(_MERGE, params)
     conn.execute(_MERGE_USES, params)
     for statement in _MOVE:
         conn.execute(statement, params)
-    conn.execute("DELETE FROM memories WHERE id = %(gone)s", params)
+    conn.execute("DELETE FROM memories WHERE tenant_id = %(tenant)s AND id = %(gone)s", params)

@@ -390,11 +390,14 @@ def _insert(conn: Connection, table: Table, plan: _Plan) -> int:
     _no_unknown(table.name, keys, {c.name for c in table.columns})
     dropped = [c.name for c in table.columns if c.vector and not plan.vectors]
     remade = None if plan.vectors or table.name not in EMBEDDED_TEXT else VECTOR_COLUMN
-    written = [
+    written = [  # tenant_id is named in the statement itself (Citus routes each row by it)
         c
         for c in table.columns
-        if c.name in ("tenant_id", remade)
-        or (not c.generated and not c.identity and c.name in keys and c.name not in dropped)
+        if c.name != "tenant_id"
+        and (
+            c.name == remade
+            or (not c.generated and not c.identity and c.name in keys and c.name not in dropped)
+        )
     ]
     rows = sql.SQL(
         "FROM {stage} AS s CROSS JOIN LATERAL "
@@ -403,7 +406,7 @@ def _insert(conn: Connection, table: Table, plan: _Plan) -> int:
     params = {"tenant": plan.tenant, "section": table.name, "dropped": dropped}
     count = conn.execute(
         sql.SQL(
-            "INSERT INTO {table} ({columns}) SELECT {values} {rows} "
+            "INSERT INTO {table} (tenant_id, {columns}) SELECT %(tenant)s, {values} {rows} "
             "WHERE s.line ->> 'table' = %(section)s ORDER BY s.n"
         ).format(
             table=sql.Identifier(table.name),
