@@ -6,9 +6,9 @@ one shard holding the tenant (docs/scale-out.md, "Application changes Citus need
 This test reads the code, without a database: every SQL text in ``app/`` (string
 literals, implicit and ``+`` concatenations, f-strings and ``.format()`` calls, psycopg
 ``sql.SQL`` ones included, found with ``ast``) and every statement of ``sql/*.sql``
-that reads or writes a table or view with a ``tenant_id`` column must name
-``tenant_id`` as a filter, a join or an inserted column, and an upsert's conflict
-target must hold it. The few statements that rightly run across tenants are listed
+that reads or writes a table or view with a ``tenant_id`` column must tie each such
+reference to the tenant (``m.tenant_id`` as a filter or a join, ``tenant_id`` among
+an INSERT's columns), and an upsert's conflict target must hold it. The few statements that rightly run across tenants are listed
 in ``ALLOWED``, each with its reason; an entry that no longer matches exactly its
 statements fails too. One test checks ``TENANT_RELATIONS`` against the migrated
 schema, so a new tenant table cannot slip past. Out of scope: functions and views
@@ -63,9 +63,44 @@ TENANT_RELATIONS = frozenset(
 # A reference to a relation: FROM / JOIN / UPDATE / INTO / COPY / TRUNCATE <name>. A name
 # composed in by psycopg (``FROM {}``, ``INTO {table}``) is a dynamic reference.
 _REFERENCE = re.compile(
-    r"\b(?:FROM|JOIN|UPDATE|INTO|COPY|TRUNCATE(?:\s+TABLE)?)\s+(?:ONLY\s+)?"
-    r"(?:public\s*\.\s*)?(?:\"?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\"?|(?P<slot>\{[^}]*\}))",
+    r"\b(?P<verb>FROM|JOIN|UPDATE|INTO|COPY|TRUNCATE(?:\s+TABLE)?)\s+(?:ONLY\s+)?"
+    r"(?:public\s*\.\s*)?(?:\"?(?P<name>[A-Za-z_][A-Za-z0-9_]*)\"?|(?P<slot>\{[^}]*\}))"
+    r"(?:\s+(?:AS\s+)?(?P<alias>\w+|\{\w+\}))?",
     re.IGNORECASE,
+)
+# Words that may follow a relation's name and are not its alias.
+_NOT_ALIAS = frozenset(
+    [
+        "where",
+        "on",
+        "join",
+        "left",
+        "right",
+        "inner",
+        "cross",
+        "full",
+        "natural",
+        "lateral",
+        "group",
+        "order",
+        "limit",
+        "offset",
+        "set",
+        "using",
+        "union",
+        "except",
+        "intersect",
+        "window",
+        "returning",
+        "for",
+        "values",
+        "select",
+        "with",
+        "having",
+        "do",
+        "default",
+        "tablesample",
+    ]
 )
 _SQL_VERB = re.compile(r"\b(?:SELECT|INSERT|UPDATE|DELETE|COPY|TRUNCATE|WITH)\b")
 # tenant_id named as a filter or a join (``x.tenant_id = ...``, ``= x.tenant_id``,
@@ -75,7 +110,7 @@ _TENANT_FILTER = re.compile(
 )
 # An INSERT or COPY whose column list holds tenant_id: Citus routes each row by its value.
 _TENANT_COLUMN = re.compile(
-    r"\b(?:INSERT\s+INTO|COPY)\s+(?:\w+|\{\w*\})(?:\s+AS\s+\w+)?\s*\([^)]*\btenant_id\b",
+    r"\b(?:INTO|COPY)\s+(?:public\s*\.\s*)?(?:\w+|\{\w*\})(?:\s+AS\s+\w+)?\s*\([^)]*\btenant_id\b",
     re.IGNORECASE,
 )
 _SLOT = re.compile(r"^[ \t]*\{(?P<name>[a-z_]+)\}[ \t]*$", re.MULTILINE)
@@ -355,17 +390,44 @@ def all_statements() -> tuple[Statement, ...]:
     return tuple(found)
 
 
+def untied_references(text: str) -> list[str]:
+    """The references to tenant relations that the statement does not tie to a tenant.
+
+    Each reference on its own: ``memories AS m`` needs ``m.tenant_id`` as a filter or a
+    join (``m.tenant_id = ...``, ``= m.tenant_id``, ``m.tenant_id IN``), one without an
+    alias a bare or qualified ``tenant_id`` filter, an ``INSERT INTO`` / ``COPY`` target
+    ``tenant_id`` in its column list; a name composed in at run time any tenant_id
+    filter. So one filtered lane does not cover another (``... UNION SELECT ... FROM
+    facts``), and a tenant_id that is only selected or returned ties nothing."""
+    untied = []
+    for match in _REFERENCE.finditer(text):
+        name = (match["name"] or "").lower()
+        if match["slot"] is None and name not in TENANT_RELATIONS:
+            continue
+        alias = match["alias"]
+        if alias is not None and alias.lower() in _NOT_ALIAS:
+            alias = None
+        verb = match["verb"].upper()
+        if verb in ("INTO", "COPY") and _TENANT_COLUMN.match(text, match.start()):
+            continue
+        if match["slot"] is not None:
+            tied = bool(_TENANT_FILTER.search(text))
+        else:
+            qualifiers = [re.escape(q) for q in (alias, name) if q is not None]
+            qualified = rf"\b(?:{'|'.join(qualifiers)})\.tenant_id\b"
+            tied = bool(
+                re.search(rf"{qualified}\s*(?:=|\bIN\b)|(?:=|\bIN\b)\s*{qualified}", text, re.I)
+            )
+            if not tied and alias is None:
+                tied = bool(re.search(r"(?<![.\w])tenant_id\s*(?:=|\bIN\b)", text, re.I))
+        if not tied:
+            untied.append(" ".join(filter(None, (verb, match["name"] or match["slot"], alias))))
+    return untied
+
+
 def names_tenant(text: str) -> bool:
-    """Whether a statement names its tenant: as a filter or join, or as a column it
-    inserts when it reads no other tenant relation (``INSERT ... SELECT ... FROM facts``
-    must filter the facts too)."""
-    if _TENANT_FILTER.search(text):
-        return True
-    inserted = _TENANT_COLUMN.search(text)
-    if inserted is None:
-        return False
-    rest = text[: inserted.start()] + text[inserted.end() :]
-    return not tenant_references(rest)
+    """Whether every tenant relation of a statement is tied to its tenant."""
+    return not untied_references(text)
 
 
 def unnamed(statements: Sequence[Statement]) -> list[Statement]:
@@ -403,8 +465,9 @@ def test_every_tenant_statement_names_tenant_id() -> None:
     missing = [s for s in unnamed(all_statements()) if not any(allowed_by(a, s) for a in ALLOWED)]
     assert not missing, (
         f"{len(missing)} tenant statement(s) without tenant_id (add "
-        "`AND x.tenant_id = %(tenant)s`, or an ALLOWED entry with its reason):\n"
-        + "\n".join(map(str, missing))
+        "`AND x.tenant_id = %(tenant)s`, join on `y.tenant_id = x.tenant_id`, or an ALLOWED "
+        "entry with its reason):\n"
+        + "\n".join(f"{s}\n    untied: {'; '.join(untied_references(s.text))}" for s in missing)
     )
 
 
@@ -465,6 +528,10 @@ def summed(conn, table):
     conn.execute(f"DELETE FROM turns WHERE conversation_id = {table!r}")
     conn.execute(sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table)))
     conn.execute("SELECT id, tenant_id FROM jobs WHERE id = %s", (1,))
+    conn.execute(
+        "SELECT m.id FROM memories AS m WHERE m.tenant_id = %s "
+        "UNION SELECT f.id FROM facts AS f WHERE f.kind = 'x'"
+    )
 
 def good(conn, tenant):
     conn.execute("INSERT INTO feedback (tenant_id, memory_id) VALUES (%s, %s)", (tenant, 1))
@@ -480,7 +547,7 @@ def good(conn, tenant):
 def test_the_scanner_finds_a_statement_without_tenant_id() -> None:
     flagged = unnamed(list(python_statements(_BAD_MODULE, "bad.py")))
     lines = sorted(s.line for s in flagged)
-    assert lines == [8, 15, 16, 17, 18, 25], "\n".join(map(str, flagged))
+    assert lines == [8, 15, 16, 17, 18, 20, 29], "\n".join(map(str, flagged))
     split = next(s for s in flagged if s.line == 8)
     assert split.text == "SELECT m.id, m.text FROM memories AS m WHERE m.id = ANY(%s)"
 

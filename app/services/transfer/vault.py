@@ -48,14 +48,15 @@ _WINDOWS_DEVICES = frozenset(
 _CONVERSATION_TURNS = """
 SELECT c.id, c.external_id, c.source, c.session_date, c.created_at,
        t.seq, t.speaker, t.text, t.occurred_at
-FROM conversations AS c LEFT JOIN turns AS t ON t.conversation_id = c.id
+FROM conversations AS c
+LEFT JOIN turns AS t ON t.tenant_id = c.tenant_id AND t.conversation_id = c.id
 WHERE c.tenant_id = %s
 ORDER BY c.session_date NULLS LAST, c.created_at, c.id, t.seq
 """
 _ENTITY_FACTS = """
 SELECT fe.entity_key, fe.link, f.text, f.observation_kind, f.status, f.valid_from,
        f.valid_to, f.recorded_at, f.expired_at, f.conversation_id
-FROM fact_entities AS fe JOIN facts AS f ON f.id = fe.fact_id
+FROM fact_entities AS fe JOIN facts AS f ON f.tenant_id = fe.tenant_id AND f.id = fe.fact_id
 WHERE fe.tenant_id = %s AND fe.entity_key = ANY(%s)
 ORDER BY fe.entity_key, f.valid_from NULLS FIRST, f.recorded_at, f.id
 """
