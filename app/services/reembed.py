@@ -613,6 +613,11 @@ def _setup(elephant: Elephant, conn: Connection, target: Target, current: Reembe
                     sql.Identifier(table), sql.Literal(target.dim)
                 )
             )
+            conn.execute(  # in the row, as embedding (migration 0014: exact scans)
+                sql.SQL("ALTER TABLE {} ALTER COLUMN embedding_next SET STORAGE MAIN").format(
+                    sql.Identifier(table)
+                )
+            )
             conn.execute(
                 sql.SQL("DROP TRIGGER IF EXISTS elephant_reembed_reset ON {}").format(
                     sql.Identifier(table)
