@@ -174,6 +174,41 @@ def test_expansion_adds_name_variants(seeded: Elephant) -> None:
     assert plain.variants == ["What did Melanie paint?"]  # search.expand is off by default
 
 
+def test_the_names_expansion_reads_are_cached_until_the_tenant_writes(
+    seeded: Elephant,
+) -> None:
+    """Expansion needs the tenant's speakers and subjects: read once, then again only
+    after a write of that tenant (a new memory or fact), in any process."""
+    tenant = "names-cache"
+    commit_conversation(
+        seeded,
+        tenant,
+        ConversationIn.model_validate(
+            {"turns": [{"speaker": "Oriane", "text": "I restore clocks in Lyon."}]}
+        ),
+        wait=True,
+    )
+    cache = seeded.names
+    with seeded.db.reading(tenant) as conn:
+        first = cache.get(conn, tenant)
+    assert "Oriane" in first
+    with seeded.db.reading(tenant) as conn:
+        assert cache.get(conn, tenant) is first  # nothing written: the same list
+    commit_conversation(
+        seeded,
+        tenant,
+        ConversationIn.model_validate(
+            {"turns": [{"speaker": "Bastien", "text": "I build harpsichords in Nantes."}]}
+        ),
+        wait=True,
+    )
+    with seeded.db.reading(tenant) as conn:
+        again = cache.get(conn, tenant)
+    assert again is not first and {"Oriane", "Bastien"} <= set(again)
+    with seeded.db.reading(T) as conn:
+        assert "Bastien" not in cache.get(conn, T)  # per tenant
+
+
 def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
     result = search(seeded, T, SearchRequest(query="Biscuit", explain=True, recency_weight=0.5))
     assert result.explain is not None

@@ -29,7 +29,12 @@ from app.services.search import (
     statement,
     statement_params,
 )
+from tests.conftest import not_pooled
 from tests.test_search_plans import plan_nodes, seed_tenant, unit_vector
+
+pytestmark = not_pooled(
+    "about server-side prepared statements, which are off behind a transaction pooler"
+)
 
 T = "generic"
 NAMED, NEIGHBOURS = ["entity-3"], ["entity-7", "entity-11"]
@@ -60,7 +65,14 @@ def params_for(elephant: Elephant, engine: str, query: str) -> dict[str, Any]:
     vectors = [np.array(unit_vector(rng, dim), dtype=np.float32) for _ in variants]
     request = SearchRequest(query=query)
     return statement_params(
-        elephant, request, variants, vectors, engine, tenant=T, way="shared", graph=(NAMED, NEIGHBOURS)
+        elephant,
+        request,
+        variants,
+        vectors,
+        engine,
+        tenant=T,
+        way="shared",
+        graph=(NAMED, NEIGHBOURS),
     )
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
+
+import psycopg
 
 _WORD = re.compile(r"[A-Za-z][\w'-]*")
 _POSSESSIVE = re.compile("(?:'|\u2019)s\\b")
@@ -63,3 +66,48 @@ def keyword_text(query: str) -> str:
     """websearch_to_tsquery text matching any of the words (its default is all of them)."""
     words = [w for w in _WORD.findall(query) if w.lower() not in _QUESTION_WORDS]
     return " or ".join(words) if words else query
+
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+def known_names(conn: Connection, tenant: str) -> list[str]:
+    """Speakers and the most frequent fact subjects of the tenant: the names worth expanding."""
+    rows = conn.execute(
+        "(SELECT DISTINCT speaker FROM turns WHERE tenant_id = %(tenant)s) UNION "
+        "(SELECT subject FROM facts WHERE tenant_id = %(tenant)s AND subject IS NOT NULL "
+        " GROUP BY subject ORDER BY count(*) DESC LIMIT 200)",
+        {"tenant": tenant},
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
+# What changes the names: a committed conversation (its windows are new memories) or a
+# new fact, i.e. the newest created_at of either; two probes of tenant-leading indexes
+# (memories_tenant_created, facts_tenant_created) instead of reading every turn and fact
+# of the tenant on every expanded search.
+_NAMES_STAMP = (
+    "SELECT (SELECT max(created_at) FROM memories WHERE tenant_id = %(tenant)s), "
+    "(SELECT max(created_at) FROM facts WHERE tenant_id = %(tenant)s)"
+)
+
+
+class NameCache:
+    """known_names per tenant, read again when the tenant wrote (or lost) a turn or a fact
+    since: the stamp is read from the database, so a write in any process counts."""
+
+    def __init__(self, max_tenants: int = 10_000) -> None:
+        self._entries: dict[str, tuple[tuple[Any, ...], list[str]]] = {}
+        self._max = max_tenants
+
+    def get(self, conn: Connection, tenant: str) -> list[str]:
+        row = conn.execute(_NAMES_STAMP, {"tenant": tenant}).fetchone()
+        stamp = tuple(row) if row else ()
+        cached = self._entries.get(tenant)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        names = known_names(conn, tenant)
+        if len(self._entries) >= self._max:
+            self._entries.clear()
+        self._entries[tenant] = (stamp, names)
+        return names

@@ -20,6 +20,7 @@ from app.providers.embedder import Embedder, build_embedder
 from app.providers.llm import LLM, build_llm
 from app.providers.reranker import HTTPReranker, build_reranker
 from app.services.access import AccessRecorder
+from app.services.expansion import NameCache
 from app.services.graph.backend import Backend, GraphDecision, build, decide
 from app.services.graph.store import GraphStore
 from app.services.leases import LeaseKeeper
@@ -46,6 +47,7 @@ class Elephant:
         self._background: list[Stoppable] = []
         self.access = AccessRecorder(db, settings.lifecycle.access_flush_seconds)
         self.vector_ways = WayCache(settings.search.vector_way_cache_s)
+        self.names = NameCache()
         self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
         self.leases = LeaseKeeper(db)
         self._graph_decision: GraphDecision | None = None

@@ -320,16 +320,6 @@ def keyword_engine(elephant: Elephant, conn: Connection | None = None) -> str:
     return "tsvector"
 
 
-def known_names(conn: Connection) -> list[str]:
-    """Speakers and the most frequent fact subjects of the tenant: the names worth expanding."""
-    rows = conn.execute(
-        "(SELECT DISTINCT speaker FROM turns) UNION "
-        "(SELECT subject FROM facts WHERE subject IS NOT NULL GROUP BY subject "
-        " ORDER BY count(*) DESC LIMIT 200)"
-    ).fetchall()
-    return [str(row[0]) for row in rows]
-
-
 def _paraphrases(elephant: Elephant, tenant: str, query: str) -> list[str]:
     """LLM paraphrases of the query; the usage is queued for the primary (a search may
     run on a read-only replica)."""
@@ -407,7 +397,8 @@ def _search(
         engine = keyword_engine(elephant, conn)
         variants = [request.query]
         if settings.expand if request.expand is None else request.expand:
-            variants = expand(request.query, known_names(conn), max_variants=settings.max_variants)
+            names = elephant.names.get(conn, tenant)
+            variants = expand(request.query, names, max_variants=settings.max_variants)
             for paraphrase in _paraphrases(elephant, tenant, request.query):
                 if len(variants) < settings.max_variants and paraphrase not in variants:
                     variants.append(paraphrase)
