@@ -11,7 +11,7 @@ TORCH := torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)
 
-.PHONY: install serve test lint browser peers
+.PHONY: install serve test lint browser pgbouncer peers
 
 # $(call install_torch,BIN): torch into the venv of BIN, from TORCH_INDEX when it answers.
 define install_torch
@@ -53,9 +53,16 @@ MANAGED_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py
 	tests/test_search_plans.py tests/test_managed_mode.py tests/test_export.py \
 	tests/test_lifecycle.py tests/test_maintenance.py
 
-test: lint browser
+# The core once more through a real PgBouncer in transaction pooling mode (two server
+# connections per database and role, shared by every client), as teams run Elephant behind
+# PgBouncer, RDS Proxy or Supavisor; tests that cannot work through a pooler skip there.
+POOLER_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py \
+	tests/test_graph_api.py tests/test_erasure.py tests/test_rls.py tests/test_isolation.py
+
+test: lint browser pgbouncer
 	$(BIN)/pytest
 	ELEPHANT_TEST_MANAGED=1 $(BIN)/pytest -q $(MANAGED_TESTS)
+	ELEPHANT_TEST_POOLER=1 $(BIN)/pytest -q $(POOLER_TESTS)
 
 # The web console's tests drive Debian's chromium through chromium-driver; selenium is
 # pointed at both, so nothing is downloaded from a browser vendor. apt-get runs only when
@@ -70,6 +77,20 @@ browser:
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $(BROWSER_PACKAGES) \
 		|| { DEBIAN_FRONTEND=noninteractive $$sudo apt-get update -q \
 			&& DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends $(BROWSER_PACKAGES); }; \
+	fi
+
+# PgBouncer for the pooler tests (tests/pgbouncer_support.py): Debian's (/usr/sbin), installed
+# like the browser, only when missing. Where systemd runs, the package also enables its own
+# service (port 6432); the tests never use it: they start theirs on a free loopback port.
+pgbouncer:
+	@if [ -x /usr/sbin/pgbouncer ]; then \
+		echo "pgbouncer: $$(/usr/sbin/pgbouncer --version | head -1)"; \
+	else \
+		sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		echo "$$sudo apt-get install -y pgbouncer"; \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends pgbouncer \
+		|| { DEBIAN_FRONTEND=noninteractive $$sudo apt-get update -q \
+			&& DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends pgbouncer; }; \
 	fi
 
 lint: install

@@ -83,9 +83,17 @@ def make_settings(data_dir: Path, **sections: dict[str, Any]) -> Settings:
             **sections,
             "database": {"optional_extensions": (), **sections.get("database", {})},
         }
-    if _pooler and "url" not in sections.get("database", {}):
+    if _pooler and _on_the_run_server(data_dir, sections):
         sections = {**sections, "database": {**pooled(sections), **sections.get("database", {})}}
     return Settings.model_validate({"data_dir": data_dir, **sections})
+
+
+def _on_the_run_server(data_dir: Path, sections: dict[str, dict[str, Any]]) -> bool:
+    """The run's PgBouncer serves the run's server only: not an external URL, nor a
+    server a test starts of its own (another data dir or port)."""
+    if "url" in sections.get("database", {}) or "port" in sections.get("embedded", {}):
+        return False
+    return (Path(data_dir) / "embedded").resolve() == _pooler[0].server.root
 
 
 def pooled(sections: dict[str, dict[str, Any]]) -> dict[str, Any]:
