@@ -36,6 +36,7 @@ from app.db.tenant_indexes import (
     ways,
 )
 from app.errors import DatabaseUnavailable
+from app.services.doctor import diagnose
 from app.services.runtime import Elephant
 from app.services.search import (
     SearchRequest,
@@ -386,3 +387,26 @@ def test_the_worker_keeper_runs_on_its_interval_and_survives_an_outage(seeded: E
 
     broken = Keeper(down, lambda: THRESHOLD, 60.0, on_change=lambda: None, clock=lambda: 100.0)
     assert broken.tick() is None  # logged, not raised
+
+
+def test_doctor_says_how_tenants_are_served_and_warns_of_a_failed_build(
+    seeded: Elephant,
+) -> None:
+    keep(seeded.db.admin_connection, THRESHOLD)
+
+    def check() -> Any:
+        (found,) = [c for c in diagnose(seeded).checks if c.name == "tenant vectors"]
+        return found
+
+    healthy = check()
+    assert healthy.level == "ok", healthy
+    assert f"{BIG} own" in healthy.detail and "exact (< 300 rows)" in healthy.detail
+    name = index_name("passages", BIG)
+    with seeded.db.admin_connection() as conn:
+        conn.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = %s::regclass", (name,)
+        )
+    broken = check()
+    assert broken.level == "warn" and name in broken.detail
+    keep(seeded.db.admin_connection, THRESHOLD)  # rebuilt
+    assert check().level == "ok"

@@ -163,7 +163,7 @@ ALLOWED: tuple[Allowed, ...] = (
     ),
     Allowed(
         "app/db/tenant_indexes.py",
-        "SELECT tenant_id, way, vector_rows, build_seconds FROM tenant_vector_ways",
+        "SELECT tenant_id, way, vector_rows, build_seconds, counted_at FROM tenant_vector_ways",
         "doctor lists every tenant's vector way, as the migrator",
     ),
     Allowed(

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 import psycopg
@@ -63,6 +64,7 @@ class TenantWay:
     way: Way
     vector_rows: int
     build_seconds: float | None = None
+    counted_at: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -268,12 +270,12 @@ def way_of(conn: Connection, tenant: str) -> Way:
 def ways(conn: Connection) -> list[TenantWay]:
     """Every recorded tenant's way, biggest first (admin connection: doctor)."""
     rows = conn.execute(
-        "SELECT tenant_id, way, vector_rows, build_seconds FROM tenant_vector_ways "
+        "SELECT tenant_id, way, vector_rows, build_seconds, counted_at FROM tenant_vector_ways "
         "ORDER BY vector_rows DESC, tenant_id"
     ).fetchall()
     return [
-        TenantWay(str(t), str(w), int(n), None if s is None else float(s))  # type: ignore[arg-type]
-        for t, w, n, s in rows
+        TenantWay(str(t), str(w), int(n), None if s is None else float(s), c)  # type: ignore[arg-type]
+        for t, w, n, s, c in rows
     ]
 
 

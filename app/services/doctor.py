@@ -10,11 +10,13 @@ connection); the app role could only see one.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 import psycopg
 from msgspec import UnsetType
 
+from app.db import tenant_indexes
 from app.db.capabilities import NOT_WANTED
 from app.errors import ElephantError
 from app.providers.embedder import LocalEmbedder
@@ -51,6 +53,7 @@ def diagnose(elephant: Elephant) -> Diagnosis:
         *_access(elephant),
         _reranker(elephant),
         _maintenance(elephant),
+        _tenant_vectors(elephant),
     ]
     worst: Level = "ok"
     for check in checks:
@@ -133,6 +136,47 @@ def _keyword_index(elephant: Elephant) -> Check:
 
 
 # Share of the search indexes (HNSW, BM25) that shared_buffers should hold at least.
+def _tenant_vectors(elephant: Elephant) -> Check:
+    """How each tenant's vector lanes are served (app/db/tenant_indexes.py), the biggest
+    named; a failed index build or counts the keeper has not caught up with warn."""
+    threshold = elephant.settings.search.tenant_index_rows
+    try:
+        with elephant.db.admin_connection() as conn:
+            recorded = tenant_indexes.ways(conn)
+            indexes = tenant_indexes.existing_indexes(conn)
+    except (ElephantError, psycopg.Error) as exc:
+        return Check("tenant vectors", "warn", f"cannot read how tenants are served: {exc}")
+    counts = {"exact": 0, "own": 0, "shared": 0}
+    for way in recorded:
+        counts[way.way] += 1
+    big = [w for w in recorded if w.way != "exact"][:5]
+    named = ", ".join(f"{w.tenant} {w.way} ({w.vector_rows:,} rows)" for w in big)
+    detail = (
+        f"{counts['exact']} exact (< {threshold:,} rows), {counts['own']} with their own "
+        f"HNSW indexes, {counts['shared']} on the shared graphs" + (f"; {named}" if named else "")
+    )
+    invalid = sorted(name for name, valid in indexes.items() if not valid)
+    if invalid:
+        return Check(
+            "tenant vectors",
+            "warn",
+            f"{detail}; failed index builds {invalid}: the keeper builds them again "
+            "(or run `elephant maintain tenant-indexes`)",
+        )
+    every = elephant.settings.search.tenant_index_check_s
+    counted = [w.counted_at for w in recorded if w.counted_at is not None]
+    if every > 0 and counted:
+        age = (datetime.now(UTC) - max(counted)).total_seconds()
+        if age > max(3 * every, 3600):
+            return Check(
+                "tenant vectors",
+                "warn",
+                f"{detail}; last counted {age / 3600:.1f} h ago (every {every:g} s wanted): "
+                "is a worker running? `elephant maintain tenant-indexes` counts now",
+            )
+    return Check("tenant vectors", "ok", detail)
+
+
 CACHE_SHARE_WANTED = 0.5
 
 
