@@ -27,8 +27,8 @@ lifecycle.access_flush_seconds), autovacuum and checkpoints as configured.
    query embedding); the size of every index of memories, facts and passages before and
    after. Target: each within 5%.
 
-`--smoke`: two LoCoMo sessions, 10 questions, 50 WAL searches, a 2,000-memory tenant
-and 200 searches: seconds, so the benchmark cannot rot (tests/test_benchmark_smoke.py).
+`--smoke`: two LoCoMo sessions, 6 questions, 20 WAL searches, a 1,000-memory tenant
+and 100 searches: seconds, so the benchmark cannot rot (tests/test_benchmark_smoke.py).
 """
 
 from __future__ import annotations
@@ -270,8 +270,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/drift.json"))
     args = parser.parse_args()
     if args.smoke:
-        args.questions, args.wal_searches = 10, 50
-        args.bloat_memories, args.bloat_searches = 2_000, 200
+        args.questions, args.wal_searches = 6, 20
+        args.bloat_memories, args.bloat_searches = 1_000, 100
     parts = {part.strip() for part in args.parts.split(",") if part.strip()}
     unknown = parts - set(PARTS)
     if unknown:

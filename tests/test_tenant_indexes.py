@@ -36,6 +36,7 @@ from app.db.tenant_indexes import (
     ways,
 )
 from app.errors import DatabaseUnavailable
+from app.services.commit import _nearest
 from app.services.doctor import diagnose
 from app.services.runtime import Elephant
 from app.services.search import (
@@ -410,3 +411,20 @@ def test_doctor_says_how_tenants_are_served_and_warns_of_a_failed_build(
     assert broken.level == "warn" and name in broken.detail
     keep(seeded.db.admin_connection, THRESHOLD)  # rebuilt
     assert check().level == "ok"
+
+
+@pytest.mark.parametrize(("tenant", "way"), [(SMALL, "exact"), (BIG, "own")])
+def test_the_gate_finds_a_stored_memory_as_its_nearest_neighbour_either_way(
+    seeded: Elephant, tenant: str, way: Any
+) -> None:
+    """Novelty (the admission gate) reads nearest memories the tenant's way too."""
+    with seeded.db.tenant(tenant) as conn:
+        register_vector(conn)
+        row = conn.execute(
+            "SELECT id, embedding FROM memories WHERE tenant_id = %s AND embedding IS NOT NULL "
+            "ORDER BY id LIMIT 1",
+            (tenant,),
+        ).fetchone()
+        assert row is not None
+        found = _nearest(conn, tenant, np.stack([row[1]]), 3, None, way)
+    assert found[0][0][0] == str(row[0]) and found[0][0][2] > 0.999

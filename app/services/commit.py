@@ -17,8 +17,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.config import validate_tenant_id
 from app.db.resources import load_sql
 from app.db.runtime import Connection
+from app.db.tenant_indexes import Way
 from app.errors import InvalidInput
 from app.providers.embedder import Vectors
 from app.providers.embedder_errors import EmbedderError
@@ -224,11 +226,16 @@ def _nearest(
     embeddings: Vectors,
     k: int,
     exclude_conversation: str | None = None,
+    way: Way = "exact",
 ) -> dict[int, list[tuple[str, str, float]]]:
     """ord (0-based) -> [(memory id, text, similarity)], most similar first."""
+    text = load_sql("nearest_memories.sql")
+    if way == "own":  # its own HNSW index: the tenant a literal (see search.statement)
+        text = text.replace("%(tenant)s", "'" + validate_tenant_id(tenant) + "'")
     rows = conn.execute(
-        load_sql("nearest_memories.sql"),
+        text,
         {
+            "exact": way == "exact",
             "tenant": tenant,
             "vectors": list(embeddings),
             "k": k,
@@ -310,7 +317,12 @@ def _screen(
     if embedded:
         vectors = np.stack([candidates[i].embedding for i in embedded])  # type: ignore[misc]
         found = _nearest(
-            conn, tenant, vectors, elephant.settings.gate.novelty_neighbours, exclude_conversation
+            conn,
+            tenant,
+            vectors,
+            elephant.settings.gate.novelty_neighbours,
+            exclude_conversation,
+            elephant.vector_ways.get(conn, tenant),
         )
         neighbours = {embedded[pos]: hits for pos, hits in found.items()}
     threshold = gate.tenant_threshold(conn, elephant, tenant)
