@@ -441,23 +441,26 @@ class Database:
         return [] if self._replicas is None else self._replicas.states()
 
     def _configure_replica_connection(self, conn: Connection) -> None:
-        """Set up like the primary's app connections. Embedded, those log in as the app role
-        and skip SET ROLE; a replica URL names its own user, so the role is set first.
-        Behind a transaction pooler the replica URL must log in as the app role itself."""
-        role = self.settings.database.app_role
+        """Set up like the primary's app connections, but a replica URL names its own user:
+        the role is always set (app_url is the primary's). Behind a transaction pooler the
+        replica URL must log in as the app role itself."""
         if self.pooled:
-            self._check_login(conn, role, "a replica URL")
-        elif self.embedded is not None:
-            conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
-        self._configure_connection(conn)
+            self._check_login(conn, self.settings.database.app_role, "a replica URL")
+            self._configure_connection(conn)
+        else:
+            self._configure_session(conn, set_role=True)
 
     def _configure_connection(self, conn: Connection) -> None:
         if self.pooled:  # nothing may outlive a transaction: each one sets its own (_begin)
             register_vector(conn)
             conn.commit()
             return
+        self._configure_session(conn, set_role=not self._logs_in(self.settings.database.app_role))
+
+    def _configure_session(self, conn: Connection, *, set_role: bool) -> None:
+        """The session settings of an app connection (never behind a transaction pooler)."""
         age = self.capabilities is not None and self.capabilities.age
-        if not self._logs_in(self.settings.database.app_role):
+        if set_role:
             if age and "age" not in self.capabilities_preloaded():
                 # AGE must be loaded in every session unless the server preloads it;
                 # LOAD needs the connecting (not the app) role's rights.
