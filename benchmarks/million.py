@@ -166,7 +166,7 @@ def search_once(
     conn: Connection, app: Any, tenant: str, way: Way, params: dict[str, Any]
 ) -> tuple[float, int]:
     conn.execute("SELECT set_config('elephant.tenant_id', %s, true)", (tenant,))
-    prepare(conn, app, max(params["windows"], params["facts"]))
+    prepare(conn, app, max(params["windows"], params["facts"]), way)
     params = {**params, "tenant": tenant, "exact": way == "exact", "way": way}
     started = time.perf_counter()
     rows = run_statement(conn, "bm25", params)

@@ -97,10 +97,7 @@ def upgrade() -> None:
         "COMMENT ON INDEX passages_tenant IS 'A tenant''s passages, for the exact scan of "
         "a tenant below search.tenant_index_rows (migration 0014).'"
     )
-    op.execute(
-        "COMMENT ON INDEX facts_preferences_hnsw IS 'HNSW over preference facts only: the "
-        "preference lane of a big tenant (migration 0014).'"
-    )
+    # (no comment on the HNSW index: a re-embed rebuilds vector indexes without theirs)
     # Tenants already above the default threshold keep the shared graphs until the worker
     # has built their own indexes; the others are exact from now on.
     op.execute(
