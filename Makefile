@@ -47,11 +47,9 @@ serve: install
 # no pg_textsearch, as on RDS, Cloud SQL, Supabase, Neon), so that path cannot rot; tests
 # that need either extension skip there.
 MANAGED_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py \
-	tests/test_rls.py tests/test_sessions.py tests/test_passages.py tests/test_windows.py \
-	tests/test_graph.py tests/test_graph_api.py tests/test_graph_search.py \
-	tests/test_graph_relational.py tests/test_erasure.py tests/test_isolation.py \
-	tests/test_search_plans.py tests/test_managed_mode.py tests/test_export.py \
-	tests/test_lifecycle.py tests/test_maintenance.py
+	tests/test_rls.py tests/test_graph_api.py tests/test_graph_relational.py \
+	tests/test_erasure.py tests/test_isolation.py tests/test_search_plans.py \
+	tests/test_managed_mode.py tests/test_export.py tests/test_tenant_indexes.py
 
 # The core once more through a real PgBouncer in transaction pooling mode (two server
 # connections per database and role, shared by every client), as teams run Elephant behind
@@ -59,10 +57,14 @@ MANAGED_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py
 POOLER_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py \
 	tests/test_graph_api.py tests/test_erasure.py tests/test_rls.py tests/test_isolation.py
 
+# In parallel processes (pytest-xdist), each with its own embedded server; a module stays
+# on one worker (tests/conftest.py groups them), the benchmark smokes are spread.
+PARALLEL ?= -n 4 --dist loadgroup
+
 test: lint browser pgbouncer
-	$(BIN)/pytest
-	ELEPHANT_TEST_MANAGED=1 $(BIN)/pytest -q $(MANAGED_TESTS)
-	ELEPHANT_TEST_POOLER=1 $(BIN)/pytest -q $(POOLER_TESTS)
+	$(BIN)/pytest $(PARALLEL)
+	ELEPHANT_TEST_MANAGED=1 $(BIN)/pytest -q $(PARALLEL) $(MANAGED_TESTS)
+	ELEPHANT_TEST_POOLER=1 $(BIN)/pytest -q $(PARALLEL) $(POOLER_TESTS)
 
 # The web console's tests drive Debian's chromium through chromium-driver; selenium is
 # pointed at both, so nothing is downloaded from a browser vendor. apt-get runs only when
