@@ -11,7 +11,7 @@ TORCH := torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)
 
-.PHONY: install serve test lint browser pgbouncer peers
+.PHONY: install serve test lint browser pgbouncer peers smoke test-all
 
 # $(call install_torch,BIN): torch into the venv of BIN, from TORCH_INDEX when it answers.
 define install_torch
@@ -61,10 +61,17 @@ POOLER_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py 
 # on one worker (tests/conftest.py groups them), the benchmark smokes are spread.
 PARALLEL ?= -n 4 --dist loadgroup
 
+# The heaviest benchmark smoke runs (several servers each, minutes on two cores) are
+# `make smoke`, kept out of `make test` for CI's 20-minute budget; `make test-all` runs both.
 test: lint browser pgbouncer
-	$(BIN)/pytest $(PARALLEL)
+	$(BIN)/pytest $(PARALLEL) -m "not heavy_smoke"
 	ELEPHANT_TEST_MANAGED=1 $(BIN)/pytest -q $(PARALLEL) $(MANAGED_TESTS)
 	ELEPHANT_TEST_POOLER=1 $(BIN)/pytest -q $(PARALLEL) $(POOLER_TESTS)
+
+smoke: install
+	$(BIN)/pytest $(PARALLEL) -m heavy_smoke tests/test_benchmark_smoke.py
+
+test-all: test smoke
 
 # The web console's tests drive Debian's chromium through chromium-driver; selenium is
 # pointed at both, so nothing is downloaded from a browser vendor. apt-get runs only when

@@ -6,6 +6,9 @@ smoke flag, counts above zero, the measured fields present and numeric. On any
 failure the benchmark's own output is shown. Nothing reaches the network: the
 LoCoMo benchmarks build a synthetic sample when the dataset is absent, the
 reranker benchmarks build tiny random models on the fly.
+
+The heaviest (``heavy_smoke``: several servers, minutes each on two cores) run in
+``make smoke`` and in ``make test-all``, not in ``make test`` (CI's 20-minute budget).
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ def test_dedup_benchmark_smoke(tmp_path: Path) -> None:
     assert "misclassified by the new rule" in result.stdout
 
 
+@pytest.mark.heavy_smoke
 def test_load_benchmark_smoke(tmp_path: Path) -> None:
     _, report = run_smoke("load", tmp_path, timeout_s=300)
     assert report["acknowledged"] == report["acknowledged_present"] > 0
@@ -101,6 +105,7 @@ def test_scale_benchmark_smoke(tmp_path: Path) -> None:
     assert size["cache"]["shared_buffers"] and size["search_defaults"]["expand"] is False
 
 
+@pytest.mark.heavy_smoke
 def test_drift_benchmark_smoke(tmp_path: Path) -> None:
     """Recorded searches leave later result lists as they were, in process and over HTTP;
     WAL and index growth are measured."""
@@ -128,6 +133,7 @@ def test_keyword_restarts_benchmark_smoke(tmp_path: Path) -> None:
         assert cycle["checked"] > 100 and cycle["found"] == cycle["checked"], cycle
 
 
+@pytest.mark.heavy_smoke
 def test_million_benchmark_smoke(tmp_path: Path) -> None:
     """Both ways over both tenant classes; the product serves small tenants exactly and
     the big one by its own indexes, built while writes went on."""
@@ -184,6 +190,7 @@ def test_ingest_benchmark_smoke(tmp_path: Path) -> None:
     assert "database+pipeline / embedding" in result.stdout
 
 
+@pytest.mark.heavy_smoke
 def test_locomo_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("locomo", tmp_path, 240)
     assert report["conversations"] == 1
@@ -227,6 +234,7 @@ def test_rerank_benchmark_smoke(tmp_path: Path) -> None:
     assert rows["tiny-cross-encoder"]["kind"] == "cross-encoder"
 
 
+@pytest.mark.heavy_smoke
 def test_rerank_search_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("rerank_search", tmp_path, 240)
     assert report["notes"] == 30 and report["queries"] == 5
@@ -246,6 +254,7 @@ def test_startup_benchmark_smoke(tmp_path: Path) -> None:
     assert seconds["cold_open_s"]["median"] > seconds["warm_open_s"]["median"]
 
 
+@pytest.mark.heavy_smoke
 def test_faults_benchmark_smoke(tmp_path: Path) -> None:
     # The slowest smoke: six app starts and the 30 s lease of a job killed mid-run.
     result, report = run_smoke("faults", tmp_path, 480)
@@ -264,6 +273,7 @@ def test_faults_benchmark_smoke(tmp_path: Path) -> None:
     assert "kill_during_extraction:" in result.stdout
 
 
+@pytest.mark.heavy_smoke
 def test_graph_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("graph", tmp_path, timeout_s=300)
     assert report["sizes"]["entities"] == 200
@@ -282,6 +292,7 @@ def test_graph_benchmark_smoke(tmp_path: Path) -> None:
     assert "relational p50" in result.stdout
 
 
+@pytest.mark.heavy_smoke
 def test_console_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("console", tmp_path, 240)
     assert report["conversations"] == 1 and report["requests"] == 3
@@ -302,6 +313,7 @@ def test_console_benchmark_smoke(tmp_path: Path) -> None:
     assert "p50 ms" in result.stdout
 
 
+@pytest.mark.heavy_smoke
 def test_peers_benchmark_smoke(tmp_path: Path) -> None:
     """The product venv has none of the peers (make peers puts them in .venv-peers): each is
     reported with the reason, never dropped, and Elephant is measured in process and over
