@@ -53,7 +53,19 @@ from tests.pgbouncer_support import PgBouncer
 
 _counter = itertools.count()
 
-MANAGED = os.environ.pop("ELEPHANT_TEST_MANAGED", None) == "1"
+
+def _switch(name: str) -> bool:
+    """ELEPHANT_TEST_<name>=1, read once. The variable leaves the environment (processes the
+    tests start refuse unknown ELEPHANT_* names) for TESTS_ELEPHANT_<name>, which the
+    pytest-xdist workers, started after this import, inherit and read instead."""
+    kept = f"TESTS_ELEPHANT_{name}"
+    value = os.environ.pop(f"ELEPHANT_TEST_{name}", None) or os.environ.get(kept)
+    if value is not None:
+        os.environ[kept] = value
+    return value == "1"
+
+
+MANAGED = _switch("MANAGED")
 if MANAGED:
     # Processes the tests start (CLI, stdio server) read ELEPHANT_* and refuse unknown
     # names: they get the setting the switch stands for instead.
@@ -64,7 +76,7 @@ needs_age = pytest.mark.skipif(
 needs_bm25 = pytest.mark.skipif(
     MANAGED, reason="needs pg_textsearch (BM25), which ELEPHANT_TEST_MANAGED=1 does not create"
 )
-POOLER = os.environ.pop("ELEPHANT_TEST_POOLER", None) == "1"
+POOLER = _switch("POOLER")
 POOLER_POOL_SIZE = 2  # server connections per database and role: shared, as in production
 _pooler: list[PgBouncer] = []  # the run's PgBouncer, once pg_server started it
 
