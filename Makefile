@@ -58,8 +58,9 @@ POOLER_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py 
 	tests/test_graph_api.py tests/test_erasure.py tests/test_rls.py tests/test_isolation.py
 
 # In parallel processes (pytest-xdist), each with its own embedded server; a module stays
-# on one worker (tests/conftest.py groups them), the benchmark smokes are spread.
-PARALLEL ?= -n 4 --dist loadgroup
+# on one worker (--dist loadfile): its database and seeded fixtures are built once, and
+# its tests run in order.
+PARALLEL ?= -n 3 --dist loadfile
 
 # The heaviest benchmark smoke runs (several servers each, minutes on two cores) are
 # `make smoke`, kept out of `make test` for CI's 20-minute budget; `make test-all` runs both.

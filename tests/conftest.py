@@ -352,16 +352,3 @@ def console_site(settings: Settings, elephant: Elephant) -> Iterator[Any]:
     }
     with serve_in_thread(create_app(settings, elephant)) as url:
         yield ConsoleSite(url=url, tenant=tenant, keys=keys)
-
-
-# Parallel runs (make test: pytest -n, --dist loadgroup): a module's tests stay on one
-# worker, so its database and seeded fixtures are built once; the benchmark smoke tests,
-# each a whole subprocess run of minutes, are spread one by one.
-SPREAD_ONE_BY_ONE = {"test_benchmark_smoke.py"}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        module = item.path.name
-        group = item.nodeid if module in SPREAD_ONE_BY_ONE else module
-        item.add_marker(pytest.mark.xdist_group(name=group))
