@@ -32,6 +32,10 @@ from app.providers.llm import (
 )
 
 pytestmark = pytest.mark.timeout(10)
+# The Anthropic SDK is imported lazily by the provider; importing it here, at collection,
+# keeps its import (seconds on a busy machine, e.g. in a parallel run) out of the first
+# test's 10 s.
+pytest.importorskip("anthropic")
 
 
 class Answer(BaseModel):
