@@ -80,7 +80,15 @@ def params(elephant: Elephant, tenant: str, query: str, way: Any) -> dict[str, A
     dim = elephant.settings.embedding.dim
     vectors = [np.array(unit_vector(rng, dim), dtype=np.float32)]
     request = SearchRequest(query=query)
-    return statement_params(elephant, request, [query], vectors, "bm25", tenant=tenant, way=way)
+    return statement_params(
+        elephant, request, [query], vectors, engine(elephant), tenant=tenant, way=way
+    )
+
+
+def engine(elephant: Elephant) -> str:
+    """bm25 where pg_textsearch is there, tsvector in the managed mode (ELEPHANT_TEST_MANAGED)."""
+    capabilities = elephant.db.capabilities
+    return "bm25" if capabilities is not None and capabilities.textsearch else "tsvector"
 
 
 def plan_indexes(elephant: Elephant, tenant: str, way: Any) -> tuple[set[str], list[str]]:
@@ -92,7 +100,7 @@ def plan_indexes(elephant: Elephant, tenant: str, way: Any) -> tuple[set[str], l
     with elephant.db.tenant(tenant) as conn:
         prepare(conn, elephant, max(values["windows"], values["facts"]))
         row = conn.execute(
-            "EXPLAIN (ANALYZE, FORMAT JSON) " + statement("bm25", own), values
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + statement(engine(elephant), own), values
         ).fetchone()
     assert row is not None
     nodes = [n for n in plan_nodes(row[0][0]["Plan"]) if n.get("Actual Loops", 0) > 0]
@@ -170,7 +178,7 @@ def test_the_exact_way_returns_exactly_the_nearest_rows(seeded: Elephant) -> Non
     with seeded.db.tenant(SMALL) as conn:
         register_vector(conn)
         prepare(conn, seeded, 10)
-        rows = run_statement(conn, "bm25", values)
+        rows = run_statement(conn, engine(seeded), values)
         truth_memories = conn.execute(
             "SELECT id FROM memories WHERE tenant_id = %s AND embedding IS NOT NULL "
             "ORDER BY (embedding <=> %s) + 0, id LIMIT 10",
