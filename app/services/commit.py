@@ -17,10 +17,9 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.config import validate_tenant_id
 from app.db.resources import load_sql
 from app.db.runtime import Connection
-from app.db.tenant_indexes import Way
+from app.db.tenant_indexes import Way, naming_tenant
 from app.errors import InvalidInput
 from app.providers.embedder import Vectors
 from app.providers.embedder_errors import EmbedderError
@@ -230,8 +229,8 @@ def _nearest(
 ) -> dict[int, list[tuple[str, str, float]]]:
     """ord (0-based) -> [(memory id, text, similarity)], most similar first."""
     text = load_sql("nearest_memories.sql")
-    if way == "own":  # its own HNSW index: the tenant a literal (see search.statement)
-        text = text.replace("%(tenant)s", "'" + validate_tenant_id(tenant) + "'")
+    if way == "own":  # its own HNSW index
+        text = naming_tenant(text, tenant)
     rows = conn.execute(
         text,
         {

@@ -24,11 +24,10 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.config import validate_tenant_id
 from app.db.replicas import Consistency, ReplicaUnavailable
 from app.db.resources import load_statement
 from app.db.runtime import Connection
-from app.db.tenant_indexes import Way
+from app.db.tenant_indexes import Way, naming_tenant
 from app.prompts import paraphrase as paraphrase_prompt
 from app.providers.llm import LLMError
 from app.providers.reranker import RerankerError
@@ -300,10 +299,7 @@ def statement(engine: str, own_indexes_of: str | None = None) -> str:
     One statement text per such tenant (a few big ones), each prepared once."""
     lane = "keyword_bm25.sql" if engine == "bm25" else "keyword_tsvector.sql"
     text = load_statement("hybrid_search.sql", keyword_lane=lane)
-    if own_indexes_of is None:
-        return text
-    validate_tenant_id(own_indexes_of)
-    return text.replace("%(tenant)s", "'" + own_indexes_of + "'")
+    return text if own_indexes_of is None else naming_tenant(text, own_indexes_of)
 
 
 def keyword_engine(elephant: Elephant, conn: Connection | None = None) -> str:
