@@ -10,6 +10,7 @@ import pytest
 from litestar.testing import TestClient
 
 from app.config import Settings
+from app.services.access import AccessRecorder
 from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.runtime import Elephant
 from app.services.search import (
@@ -272,10 +273,13 @@ def test_every_lane_uses_its_index(seeded: Elephant) -> None:
 
 
 def test_access_statistics_are_recorded_aside_and_the_rows_stay_untouched(
-    seeded: Elephant,
+    seeded: Elephant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A search writes no memory or fact row (their xmin stays), its uses land in
     access_stats when the batch is written, and a search of a hit twice counts twice."""
+    # a recorder whose timer never fires inside the test: only flush() writes a batch
+    recorder = AccessRecorder(seeded.db, flush_seconds=3600)
+    monkeypatch.setattr(seeded, "access", recorder)
     hits = run(seeded, "sourdough starter journal", limit=3)
     table = "facts" if hits[0].kind == "fact" else "memories"
 
@@ -305,6 +309,7 @@ def test_access_statistics_are_recorded_aside_and_the_rows_stay_untouched(
     seeded.access.flush()
     assert uses(hits[0].id) == (counted[0] + 2, True)
     assert row_versions() == before, "a search rewrote memory or fact rows"
+    recorder.close()
 
 
 # ------------------------------------------------------------------ HTTP
