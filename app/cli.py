@@ -3,7 +3,7 @@
 Start-up matters here (``elephant --help`` under a second): this module imports only
 click, pydantic and the settings; each command imports what it needs, and nothing
 imports torch unless it embeds in-process (app/providers/embedder.py loads lazily).
-Commands that embed ask a running ``elephant serve`` first (app/services/server_link.py).
+Commands that embed ask a running ``elephant serve`` first (app/services/ops/server_link.py).
 """
 
 from __future__ import annotations
@@ -124,10 +124,10 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
     import uvicorn
 
     from app.api import create_app
-    from app.services import server_link
-    from app.services.auth import check_bind
+    from app.services.access.auth import check_bind
+    from app.services.jobs.worker import start_worker
+    from app.services.ops import server_link
     from app.services.runtime import Elephant
-    from app.services.worker import start_worker
 
     settings = _with_auth_mode(command_settings(serving=True), auth)
     bind = host or settings.server.host
@@ -167,8 +167,8 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
 def _warm_up(elephant: Any) -> None:
     """Start loading a local embedding model in the background: the server takes requests
     at once, and only its first embedding waits for the model. A long-running process
-    also follows the database's model through a re-embed (app/services/reembed.py)."""
-    from app.services import reembed
+    also follows the database's model through a re-embed (app/services/ops/reembed.py)."""
+    from app.services.ops import reembed
 
     reembed.follow(elephant)
     warm_up = getattr(elephant.embedder, "warm_up", None)
@@ -223,9 +223,9 @@ def mcp_command(
     import uvicorn
 
     from app.mcp.http import build_http_server, http_app
-    from app.services.auth import check_bind
+    from app.services.access.auth import check_bind
+    from app.services.jobs.worker import start_worker
     from app.services.runtime import Elephant
-    from app.services.worker import start_worker
 
     bind = host or settings.mcp.host
     check_bind(settings, bind, where="elephant mcp --http")
@@ -250,9 +250,9 @@ def mcp_command(
 @click.option("--once", is_flag=True, help="Run the jobs that are due, then exit.")
 def worker(once: bool) -> None:
     """Drain the fact-extraction queue (all tenants) until stopped."""
-    from app.services.jobs import drain
+    from app.services.jobs.runner import drain
+    from app.services.jobs.worker import start_worker
     from app.services.runtime import Elephant
-    from app.services.worker import start_worker
 
     settings = command_settings(serving=True)
     elephant = Elephant.open(settings)
@@ -282,8 +282,8 @@ def worker(once: bool) -> None:
 @click.option("--no-extract", is_flag=True, help="Leave fact extraction to a worker.")
 def ingest(path: Path, tenant: str | None, fmt: str, split_tenants: bool, no_extract: bool) -> None:
     """Ingest a file through the write path (gate, dedup, windows, facts)."""
-    from app.services import ingest as ingest_service
-    from app.services.jobs import drain
+    from app.services.jobs.runner import drain
+    from app.services.memory import ingest as ingest_service
     from app.services.runtime import Elephant
 
     settings = command_settings()
@@ -369,7 +369,7 @@ def search_command(query: str, tenant: str | None, limit: int | None, explain: b
     if answered is not None:
         print_json(answered[0])
         return
-    from app.services.search import SearchRequest, search
+    from app.services.retrieval.search import SearchRequest, search
 
     request = SearchRequest(query=query, limit=limit, explain=explain)  # refused before opening
     with opened_runtime(settings) as (elephant, default):
@@ -386,7 +386,7 @@ def _delegated(
     query: dict[str, Any] | None = None,
 ) -> tuple[Any] | None:
     """The running server's answer (a 1-tuple), or None: no server for this database."""
-    from app.services import server_link
+    from app.services.ops import server_link
 
     return server_link.delegate(
         settings, method, path, tenant=tenant or settings.tenant.default, body=body, query=query
@@ -396,7 +396,7 @@ def _delegated(
 @main.command()
 def doctor() -> None:
     """Check everything an operator would check by hand; exit 1 when a check fails."""
-    from app.services.doctor import diagnose
+    from app.services.ops.doctor import diagnose
 
     with opened_runtime() as (elephant, _default):
         report = diagnose(elephant)
@@ -540,7 +540,7 @@ def keys_create(
     expires_in_days: float | None,
 ) -> None:
     """Create a key and print it once (JSON); only its prefix and hash are stored."""
-    from app.services import keys as key_service
+    from app.services.access import keys as key_service
 
     request = key_service.KeyIn.model_validate(
         {
@@ -560,7 +560,7 @@ def keys_create(
 @click.option("--revoked", is_flag=True, help="Include revoked keys.")
 def keys_list(tenant: str | None, revoked: bool) -> None:
     """Keys with their tenant, scopes, creation, last use, expiry (never the secret)."""
-    from app.services import keys as key_service
+    from app.services.access import keys as key_service
 
     with _database() as db:
         found = key_service.list_keys(db, tenant=tenant, include_revoked=revoked)
@@ -571,7 +571,7 @@ def keys_list(tenant: str | None, revoked: bool) -> None:
 @click.argument("prefix")
 def keys_revoke(prefix: str) -> None:
     """Revoke a key by its prefix (or the whole key); it stops working at once."""
-    from app.services import keys as key_service
+    from app.services.access import keys as key_service
 
     with _database() as db:
         print_json(key_service.revoke_key(db, prefix, tenant=None))
@@ -582,7 +582,7 @@ def keys_revoke(prefix: str) -> None:
 @click.option("--limit", type=click.IntRange(1, 10000), default=50, help="Entries, newest first.")
 def audit_command(tenant: str | None, limit: int) -> None:
     """The audit log: admin actions, keys, denied requests, erasures."""
-    from app.services import audit
+    from app.services.access import audit
 
     with _database() as db:
         print_json(audit.entries(db, tenant=tenant, limit=limit))
@@ -612,7 +612,7 @@ def erase_command(
     yes: bool,
 ) -> None:
     """Erase a subject, conversation, source, rows or a whole tenant; prints the report."""
-    from app.services.erasure import EraseIn, erase
+    from app.services.access.erasure import EraseIn, erase
 
     request = EraseIn.model_validate(
         {

@@ -1,7 +1,7 @@
 """``elephant maintain``: run a maintenance kind now, for one tenant or all of them.
 
 A thin layer over app/services/lifecycle (decay, dedup, backfill, retention, status),
-app/services/reembed.py (reembed) and app/db/tenant_indexes.py (tenant-indexes).
+app/services/ops/reembed.py (reembed) and app/db/tenant_indexes.py (tenant-indexes).
 Services are imported inside the commands, so ``elephant --help`` stays fast.
 """
 
@@ -154,7 +154,7 @@ def reembed(
 ) -> None:
     """Re-embed every vector to a new model with no downtime (built beside the old ones,
     then swapped); without --model, resume the one in progress."""
-    from app.services import reembed as service
+    from app.services.ops import reembed as service
 
     with opened_runtime() as elephant:
         if show:

@@ -52,6 +52,6 @@ def print_json(value: Any) -> None:
 
 def json_default(value: Any) -> Any:
     """The API's JSON form (times in UTC with Z): one encoder for every output."""
-    from app.services.jsonable import default
+    from app.services.common.jsonable import default
 
     return default(value)

@@ -425,7 +425,7 @@ class GateSettings(_Section):
 
 class DedupSettings(_Section):
     """Which stored neighbours are close enough to be a near duplicate. A close neighbour
-    is merged only when it carries the same information (app.services.dedup)."""
+    is merged only when it carries the same information (app.services.memory.dedup)."""
 
     near_cosine: float = Field(
         0.92, ge=0, le=1, description="Close neighbour: cosine at least this AND token Jaccard..."

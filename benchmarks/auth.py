@@ -29,8 +29,8 @@ import uvicorn
 from app.api import create_app
 from app.config import Settings
 from app.db import Database
-from app.services.auth import TENANT_HEADER, authenticate
-from app.services.keys import KeyIn, create_key
+from app.services.access.auth import TENANT_HEADER, authenticate
+from app.services.access.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 
 

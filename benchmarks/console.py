@@ -38,10 +38,10 @@ import httpx
 
 from app.config import Settings
 from app.errors import NotFound
-from app.services import ingest as ingest_service
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.graph import reads
 from app.services.graph.neighbourhood import entity_neighbourhood
+from app.services.memory import ingest as ingest_service
+from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.runtime import Elephant
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed

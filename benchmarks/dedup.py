@@ -10,9 +10,9 @@ units, swapped words, swapped roles, added details, updates told in other words)
 punctuation, case or spacing: both should merge. The set was written together with
 the rule, so read its numbers as a regression check, not as an unbiased estimate.
 Every text is embedded with the real default embedder (MiniLM) and each pair goes
-through `app.services.dedup.screen`, the function `/commit` calls, with the default
+through `app.services.memory.dedup.screen`, the function `/commit` calls, with the default
 `dedup.*` settings; the old rule (cosine and token Jaccard alone) is
-`app.services.dedup.close_enough`. Precision, recall and F1 are of "merge":
+`app.services.memory.dedup.close_enough`. Precision, recall and F1 are of "merge":
 precision is how many merges were right (a wrong merge swallows an update), recall
 how many of the pairs that should merge did. `--smoke` runs two pairs per category.
 """
@@ -30,7 +30,7 @@ from typing import Any
 
 from app.config import EmbeddingSettings, Settings
 from app.providers.embedder import LocalEmbedder
-from app.services.dedup import close_enough, describe, differences, screen
+from app.services.memory.dedup import close_enough, describe, differences, screen
 
 PEOPLE = [
     "Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy",

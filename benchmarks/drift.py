@@ -54,10 +54,10 @@ import scale
 from locomo import DEFAULT_DATASET, TENANT_PREFIX, Question, load_questions
 
 from app.config import Settings
-from app.services import ingest as ingest_service
-from app.services.jobs import drain
+from app.services.jobs.runner import drain
+from app.services.memory import ingest as ingest_service
+from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, search
 from benchmarks.common import served, write_locomo_smoke_sample
 
 LIMIT = 60

@@ -39,8 +39,8 @@ from app.api import create_app
 from app.config import EmbeddingSettings, Settings
 from app.db import Database
 from app.providers.embedder import LocalEmbedder
-from app.services.auth import TENANT_HEADER
-from app.services.keys import KeyIn, create_key
+from app.services.access.auth import TENANT_HEADER
+from app.services.access.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 
 BASE_URL = "http://127.0.0.1:7777"

@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 
 from app.config import Settings
 from app.providers.embedder import Embedder, Vectors, build_embedder
-from app.services import ingest as ingest_service
 from app.services.facts import pipeline
-from app.services.jobs import drain
+from app.services.jobs.runner import drain
+from app.services.memory import ingest as ingest_service
 from app.services.runtime import Elephant
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed

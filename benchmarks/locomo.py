@@ -66,10 +66,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.config import LLMSettings, Settings, load_settings
 from app.errors import ConfigError
 from app.providers.llm import LLM, LLMError, build_llm
-from app.services import ingest as ingest_service
-from app.services.jobs import drain
+from app.services.jobs.runner import drain
+from app.services.memory import ingest as ingest_service
+from app.services.retrieval.search import LaneSizes, SearchHit, SearchRequest, SearchTimings, search
 from app.services.runtime import Elephant
-from app.services.search import LaneSizes, SearchHit, SearchRequest, SearchTimings, search
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
 

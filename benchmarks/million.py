@@ -59,7 +59,7 @@ from app.config import Settings
 from app.db.runtime import Connection, Database
 from app.db.tenant_indexes import Way, keep
 from app.db.tenant_indexes import ways as recorded_ways
-from app.services.search import prepare, run_statement
+from app.services.retrieval.search import prepare, run_statement
 
 BIG = "big"
 SMALL = [f"small-{n:02d}" for n in range(100)]

@@ -60,9 +60,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is n
 
 from app.config import Settings
 from app.providers.embedder import LocalEmbedder
-from app.services import ingest as ingest_service
-from app.services.commit import ConversationIn
-from app.services.windows import WindowTurn, build_windows
+from app.services.memory import ingest as ingest_service
+from app.services.memory.commit import ConversationIn
+from app.services.memory.windows import WindowTurn, build_windows
 from benchmarks.common import percentiles, write_locomo_smoke_sample
 from benchmarks.locomo import DEFAULT_DATASET, SCORED, TENANT_PREFIX, load_questions, turn_ids
 from benchmarks.peers.base import Doc, Hit, Peer, Unavailable, Vector
@@ -91,7 +91,7 @@ class LoCoMo:
 
 
 def windows_of(item: ingest_service.Item) -> list[tuple[str, frozenset[str]]]:
-    """The session's 5/2 windows as Elephant cuts and renders them (app.services.windows)."""
+    """The session's 5/2 windows as Elephant cuts and renders them (app.services.memory.windows)."""
     conversation = item.payload
     assert isinstance(conversation, ConversationIn)
     turns = [

@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app.config import Settings  # noqa: E402
-from app.services.commit import NoteIn, commit_note  # noqa: E402
+from app.services.memory.commit import NoteIn, commit_note  # noqa: E402
+from app.services.retrieval.search import SearchRequest, search  # noqa: E402
 from app.services.runtime import Elephant  # noqa: E402
-from app.services.search import SearchRequest, search  # noqa: E402
 from tests.reranker_helpers import build_tiny_cross_encoder  # noqa: E402
 
 PEOPLE = ["Ada", "Bram", "Chidi", "Dana", "Emil", "Farah", "Goran", "Hana"]

@@ -20,9 +20,9 @@ while it is copied, so the 2N passage vectors are never held at once). Measured:
   CHECKPOINT so that autovacuum and checkpoints stay out of the latency runs; the
   size of every table, of its indexes and of every rebuilt index;
 - search latency, query embedding excluded: the product's one statement
-  (app.services.search.statement with the bm25 keyword lane, prepared by
-  app.services.search.prepare, its parameters built by
-  app.services.search.statement_params, as search() builds them) against the same
+  (app.services.retrieval.search.statement with the bm25 keyword lane, prepared by
+  app.services.retrieval.search.prepare, its parameters built by
+  app.services.retrieval.search.statement_params, as search() builds them) against the same
   lanes issued as separate queries in the same tenant transaction (with the same
   filter fragments, sql/memory_filters.sql and sql/fact_filters.sql, spliced in;
   the windows lane is the statement's own, sql/window_lane.sql, passages included,
@@ -84,16 +84,16 @@ from app.config import Settings
 from app.db.resources import load_sql, splice
 from app.db.runtime import Connection, Database
 from app.db.tenant_indexes import Way
-from app.services.access import AccessRecorder
-from app.services.expansion import expand
-from app.services.runtime import Elephant
-from app.services.search import (
+from app.services.retrieval.access_stats import AccessRecorder
+from app.services.retrieval.expansion import expand
+from app.services.retrieval.search import (
     SearchRequest,
     prepare,
     run_statement,
     statement,
     statement_params,
 )
+from app.services.runtime import Elephant
 
 TENANT = "bench"
 DIM = 384
@@ -590,7 +590,7 @@ def service(db: Database) -> Elephant:
 def params_for(
     app: Elephant, query: Query, tenant: str = TENANT, way: Way = "shared"
 ) -> dict[str, Any]:
-    """What app.services.search.search passes, built by the same function: the settings'
+    """What app.services.retrieval.search.search passes, built by the same function: the settings'
     lane sizes and weights, the bm25 engine, no filters, no graph lane (no entity graph).
     One tenant holding every row is served by the shared graphs (app/db/tenant_indexes.py:
     they are its own graphs already)."""

@@ -44,7 +44,7 @@ from typing import Any
 from app.config import Settings
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
-from app.services import server_link
+from app.services.ops import server_link
 
 ELEPHANT = str(Path(sys.executable).parent / "elephant")
 QUERY = "where did the staging database move"

@@ -47,7 +47,7 @@ from app.db import migrate as migrations
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder, LocalEmbedder
 from app.providers.embedder_ollama import OllamaEmbedder
-from app.services.keys import KeyIn, create_key
+from app.services.access.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 from tests.pgbouncer_support import PgBouncer
 

@@ -19,8 +19,8 @@ from app.api import create_app
 from app.cli import main
 from app.config import Settings
 from app.db import Database
-from app.services import audit
-from app.services.keys import KeyIn, create_key, list_keys, revoke_key
+from app.services.access import audit
+from app.services.access.keys import KeyIn, create_key, list_keys, revoke_key
 from app.services.runtime import Elephant
 from tests.conftest import count_rows, make_settings
 

@@ -15,11 +15,11 @@ from app.config import Settings
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder
-from app.services.access import AccessRecorder
-from app.services.commit import NoteIn, commit_note
-from app.services.erasure import EraseIn, erase
+from app.services.access.erasure import EraseIn, erase
+from app.services.memory.commit import NoteIn, commit_note
+from app.services.retrieval.access_stats import AccessRecorder
+from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, search
 from app.services.transfer.export import export_to_path
 from app.services.transfer.importer import import_tenant
 from tests.conftest import refusable_database

@@ -23,8 +23,8 @@ from app.api import create_app
 from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
-from app.services import jsonable, paging
-from app.services.keys import KeyIn, create_key
+from app.services.access.keys import KeyIn, create_key
+from app.services.common import jsonable, paging
 from app.services.runtime import Elephant
 from tests.conftest import make_settings, operator_key, serve_in_thread
 

@@ -28,8 +28,8 @@ from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
 from app.providers.llm import LLMUsage
+from app.services.ops.usage import record_usage
 from app.services.runtime import Elephant as Runtime
-from app.services.usage import record_usage
 from elephant_client import (
     NO_RETRY,
     AsyncElephant,

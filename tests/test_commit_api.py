@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 
 from app.config import Settings
 from app.errors import NotFound
-from app.services.feedback import give_feedback_on
+from app.services.memory.feedback import give_feedback_on
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 

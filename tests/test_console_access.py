@@ -14,7 +14,7 @@ import httpx
 
 from app.api import create_app
 from app.config import Settings
-from app.services.keys import revoke_key
+from app.services.access.keys import revoke_key
 from app.services.runtime import Elephant
 from tests.conftest import make_settings, serve_in_thread
 from tests.console_support import (
@@ -145,7 +145,7 @@ def test_signing_out_or_revoking_the_key_ends_the_session_on_the_server(
         replay.cookies.update(stolen)
         assert replay.get("/ui/t/console/").status_code == 303  # the old cookie is dead
 
-    from app.services.keys import KeyIn, create_key
+    from app.services.access.keys import KeyIn, create_key
 
     doomed = create_key(elephant.db, KeyIn(tenant="console", scopes=["read"], name="doomed"))
     with signed_in_client(console_site, doomed.key) as client:
@@ -262,7 +262,7 @@ def test_every_console_route_checks_the_session_and_the_scope(
 def test_behind_a_tls_proxy_the_cookie_is_secure_and_a_key_without_read_gets_no_session(
     console_site: ConsoleSite, elephant: Elephant
 ) -> None:
-    from app.services.keys import KeyIn, create_key
+    from app.services.access.keys import KeyIn, create_key
 
     key = console_site.keys["read"]
     with _client(console_site) as client:

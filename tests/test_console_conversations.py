@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from app.services.commit import ConversationIn, TurnIn, commit_conversation
+from app.services.memory.commit import ConversationIn, TurnIn, commit_conversation
+from app.services.memory.sessions import SessionCloseIn, close_session
 from app.services.runtime import Elephant
-from app.services.sessions import SessionCloseIn, close_session
 from tests.console_support import (
     ConsoleSite,
     foreign_requests,

@@ -12,12 +12,13 @@ from typing import Any
 
 import httpx
 
-from app.services import audit, records
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.access import audit
+from app.services.access.keys import KeyIn, create_key
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.models import RecordIn
-from app.services.keys import KeyIn, create_key
+from app.services.memory import records
+from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.runtime import Elephant
 from tests.console_support import (
     ConsoleSite,

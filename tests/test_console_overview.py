@@ -19,12 +19,12 @@ import pytest
 from app.api import create_app
 from app.config import Settings
 from app.providers.llm import LLMUsage
-from app.services import queue
-from app.services.commit import NoteIn, commit_note
-from app.services.overview import COST_NOT_CONFIGURED
+from app.services.jobs import queue
+from app.services.memory.commit import NoteIn, commit_note
+from app.services.ops.overview import COST_NOT_CONFIGURED
+from app.services.ops.stats import stats
+from app.services.ops.usage import record_usage
 from app.services.runtime import Elephant
-from app.services.stats import stats
-from app.services.usage import record_usage
 from tests.conftest import make_settings, serve_in_thread
 from tests.console_support import (
     ConsoleSite,

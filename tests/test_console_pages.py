@@ -17,10 +17,16 @@ from typing import Any
 
 import pytest
 
-from app.services import records
-from app.services.commit import ConversationIn, NoteIn, TurnIn, commit_conversation, commit_note
 from app.services.graph import operations as ops
 from app.services.graph.models import RecordIn
+from app.services.memory import records
+from app.services.memory.commit import (
+    ConversationIn,
+    NoteIn,
+    TurnIn,
+    commit_conversation,
+    commit_note,
+)
 from app.services.runtime import Elephant
 from tests.console_support import (
     ConsoleSite,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.services.commit import NoteIn, commit_note
+from app.services.memory.commit import NoteIn, commit_note
 from app.services.runtime import Elephant
 from tests.console_support import (
     ConsoleSite,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.contradiction_rules import Verdict, offline_contradiction
+from app.services.facts.contradiction_rules import Verdict, offline_contradiction
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """GET /conversations, /conversations/{id} and /handoffs: the lossless transcript with its
-windows and their gate decisions, over a real database (app.services.transcripts)."""
+windows and their gate decisions, over a real database (app.services.memory.transcripts)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import pytest
 
 from app.api import create_app
 from app.config import Settings
-from app.services.commit import ConversationIn, TurnIn, commit_conversation
-from app.services.keys import KeyIn, create_key
+from app.services.access.keys import KeyIn, create_key
+from app.services.memory.commit import ConversationIn, TurnIn, commit_conversation
+from app.services.memory.sessions import SessionCloseIn, close_session
+from app.services.memory.transcripts import get_transcript, list_conversations, turn_links
 from app.services.runtime import Elephant
-from app.services.sessions import SessionCloseIn, close_session
-from app.services.transcripts import get_transcript, list_conversations, turn_links
 from tests.conftest import serve_in_thread
 
 TENANT = "convapi"

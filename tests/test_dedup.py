@@ -10,7 +10,7 @@ from litestar.testing import TestClient
 
 from app.config import DedupSettings, Settings
 from app.providers.embedder import Embedder
-from app.services.dedup import close_enough, describe, differences, screen
+from app.services.memory.dedup import close_enough, describe, differences, screen
 from app.services.runtime import Elephant
 from tests.conftest import api_client
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.services.diversity import new_turns_first
+from app.services.retrieval.diversity import new_turns_first
 
 TURNS = {
     "window-a": ["D1:1", "D1:2", "D1:3"],

@@ -9,11 +9,11 @@ from app.cli import main
 from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
-from app.services.doctor import Diagnosis, diagnose
+from app.services.access.keys import KeyIn, create_key
 from app.services.graph import operations
 from app.services.graph.age import graph_name
 from app.services.graph.models import RecordIn
-from app.services.keys import KeyIn, create_key
+from app.services.ops.doctor import Diagnosis, diagnose
 from app.services.runtime import Elephant
 from tests.conftest import free_port
 

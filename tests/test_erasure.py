@@ -17,16 +17,16 @@ from app.cli import main
 from app.config import Settings
 from app.db import Database
 from app.providers.llm import LLMError
-from app.services.audit import digest
-from app.services.commit import NoteIn, commit_note
-from app.services.erasure import EraseIn, erase, names_pattern
+from app.services.access.audit import digest
+from app.services.access.erasure import EraseIn, erase, names_pattern
+from app.services.access.keys import KeyIn, create_key
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.age import graph_name
 from app.services.graph.models import RecordIn
 from app.services.graph.transfer import migrate_graph
-from app.services.jobs import drain
-from app.services.keys import KeyIn, create_key
+from app.services.jobs.runner import drain
+from app.services.memory.commit import NoteIn, commit_note
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM

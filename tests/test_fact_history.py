@@ -17,9 +17,10 @@ from litestar.testing import TestClient
 
 from app.config import Settings
 from app.errors import NotFound
-from app.services import fact_history, records
-from app.services.commit import NoteIn, commit_note
-from app.services.keys import KeyIn, create_key
+from app.services.access.keys import KeyIn, create_key
+from app.services.facts import history as fact_history
+from app.services.memory import records
+from app.services.memory.commit import NoteIn, commit_note
 from app.services.runtime import Elephant
 from tests.conftest import api_client
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.services.commit import ConversationIn, commit_conversation
+from app.services.memory.commit import ConversationIn, commit_conversation
+from app.services.retrieval.search import LaneSizes, SearchHit, SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import LaneSizes, SearchHit, SearchRequest, search
 from tests.conftest import make_settings
 
 T = "support"

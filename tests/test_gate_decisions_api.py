@@ -13,8 +13,8 @@ import pytest
 from litestar.testing import TestClient
 
 from app.config import Settings
-from app.services import admission
-from app.services.keys import KeyIn, create_key
+from app.services.access.keys import KeyIn, create_key
+from app.services.gate import admission
 from app.services.runtime import Elephant
 from tests.conftest import api_client
 

@@ -31,7 +31,7 @@ from app.services.graph.models import (
     RelationsDeleted,
     ReviseIn,
 )
-from app.services.health import health
+from app.services.ops.health import health
 from app.services.runtime import Elephant
 from tests.graph_backends import (
     ENTITY_ROWS,

@@ -10,16 +10,16 @@ import pytest
 from psycopg import sql
 
 from app.errors import CapabilityMissing
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.age import graph_name
 from app.services.graph.backend import Backend
 from app.services.graph.linking import query_candidates
 from app.services.graph.models import EntityIn, RecordIn, RelationIn, ReviseIn
-from app.services.health import health
+from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.ops.health import health
+from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, search
 from tests.graph_backends import (
     graph_backend_fixture,  # noqa: F401 (the module runs on both graph backends)
     settings_fixture,  # noqa: F401
@@ -198,7 +198,7 @@ def test_empty_batches_are_a_clear_invalid_input(elephant: Elephant) -> None:
 
 
 def test_stats_count_the_graph(elephant: Elephant, graph_backend: Backend) -> None:
-    from app.services.stats import RelationCounts, StatsGraph, stats
+    from app.services.ops.stats import RelationCounts, StatsGraph, stats
 
     tenant = "graph-stats"
     ops.record(

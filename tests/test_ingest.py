@@ -13,7 +13,7 @@ import pytest
 from app.config import Settings
 from app.db import Database
 from app.errors import InvalidInput
-from app.services.ingest import read_items
+from app.services.memory.ingest import read_items
 from tests.conftest import count_rows
 
 ELEPHANT = str(Path(sys.executable).parent / "elephant")

@@ -20,9 +20,9 @@ from pydantic import ValidationError
 from app.api.errors import EXCEPTION_HANDLERS, INTERNAL_MESSAGE
 from app.config import Settings
 from app.errors import InvalidInput
-from app.services.commit import NoteIn
+from app.services.common.inputs import require_text
 from app.services.graph import reads
-from app.services.inputs import require_text
+from app.services.memory.commit import NoteIn
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 

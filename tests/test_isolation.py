@@ -17,10 +17,10 @@ from app.config import Settings
 from app.db import Database
 from app.db.runtime import Connection
 from app.errors import Conflict
-from app.services import queue
 from app.services.graph import operations
 from app.services.graph.age import AGE_SEARCH_PATH, graph_name
 from app.services.graph.models import RecordIn
+from app.services.jobs import queue
 from app.services.runtime import Elephant
 from tests.conftest import needs_age
 

@@ -21,9 +21,9 @@ from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.db.keyword_index import KeywordState, documents_counted, indexed_documents
 from app.providers.embedder import Embedder
-from app.services.health import health
+from app.services.ops.health import health
+from app.services.retrieval.search import SearchRequest, keyword_engine, search
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, keyword_engine, search
 from tests.conftest import needs_bm25
 
 pytestmark = [needs_bm25, pytest.mark.slow]

@@ -1,6 +1,6 @@
 """The import graph of ``app`` flows one way: no cycles, and each layer imports only below it.
 
-Layers, top to bottom: cli → api (with the web console) → mcp → services (with prompts) → providers / db →
+Layers, top to bottom: cli → api (with the web console) → mcp → web → services (with prompts) → providers / db →
 config → errors → the package root (its version). Every import counts, wherever it
 stands: at module level, under ``if TYPE_CHECKING:`` or inside a function, so a cycle
 cannot come back hidden in a function body.
@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli_support",),
     ("api", "console"),  # the app mounts the console; console pages use api.access
     ("mcp",),
+    ("web",),  # what every HTTP door shares: rate limits, bearer tokens, route access
     ("services", "prompts"),
     ("providers", "db"),
     ("logs",),
@@ -131,9 +132,12 @@ EDGES = import_edges(APP)
 def test_the_scanner_sees_the_imports() -> None:
     """Guard against a scanner that passes because it finds nothing."""
     pairs = {(edge.source, edge.target) for edge in EDGES}
-    assert ("app.services.commit", "app.services.jobs") in pairs  # module level
-    assert ("app.cli", "app.services.jobs") in pairs  # inside a function
-    assert ("app.services.jobs", "app.services.queue") in pairs  # `from package import module`
+    assert ("app.services.memory.commit", "app.services.jobs.runner") in pairs  # module level
+    assert ("app.cli", "app.services.jobs.runner") in pairs  # inside a function
+    assert (
+        "app.services.jobs.runner",
+        "app.services.jobs.queue",
+    ) in pairs  # `from package import module`
     assert all(layer_of(module) in RANK for module in APP), "a package missing from LAYERS"
 
 
@@ -162,7 +166,7 @@ def test_the_runtime_does_not_reach_the_worker() -> None:
             if edge.source == module and edge.target not in reach:
                 reach.add(edge.target)
                 todo.append(edge.target)
-    assert not reach & {"app.services.worker", "app.services.jobs"}
+    assert not reach & {"app.services.jobs.worker", "app.services.jobs.runner"}
 
 
 def test_shipped_packages_stand_alone() -> None:

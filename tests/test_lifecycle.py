@@ -11,13 +11,13 @@ from uuid import UUID
 import pytest
 
 from app.config import Settings
-from app.services.commit import NoteIn, commit_note
-from app.services.feedback import FeedbackIn, give_feedback
 from app.services.lifecycle import decay
 from app.services.lifecycle.activation import ActivationParams
-from app.services.records import get_memory
+from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.feedback import FeedbackIn, give_feedback
+from app.services.memory.records import get_memory
+from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, search
 from tests.conftest import make_settings
 
 TENANT = "kestrel"

@@ -130,9 +130,9 @@ def test_json_lines_carry_the_request_id_of_their_request(
     mine = [entry for entry in lines if entry.get("request_id") == "scrape-1"]
     loggers = {entry["logger"] for entry in mine}
     # The app's own line (inside the request's worker thread) and uvicorn's access line.
-    assert "app.services.metrics" in loggers, mine
+    assert "app.services.ops.metrics" in loggers, mine
     assert "uvicorn.access" in loggers, mine
-    warning = next(e for e in mine if e["logger"] == "app.services.metrics")
+    warning = next(e for e in mine if e["logger"] == "app.services.ops.metrics")
     assert warning["level"] == "WARNING" and "job queue" in warning["message"]
     # A path no route matched still gets its id on the access line.
     unmatched = next(e for e in lines if "/no/such/path" in e["message"])

@@ -25,11 +25,11 @@ from app.db import Database
 from app.db.capabilities import NOT_WANTED
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder
-from app.services.commit import NoteIn, commit_note
-from app.services.doctor import diagnose
-from app.services.health import health
+from app.services.memory.commit import NoteIn, commit_note
+from app.services.ops.doctor import diagnose
+from app.services.ops.health import health
+from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, search
 from tests.conftest import api_client, make_settings
 
 Client = TestClient  # type: ignore[type-arg]

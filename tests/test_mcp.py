@@ -28,8 +28,8 @@ from app.mcp.context import ElephantMCP
 from app.mcp.registry import PROFILE_NAMES, PROFILES, Profile
 from app.mcp.server import build_server, specs
 from app.providers.embedder import Embedder
-from app.services.auth import check_bind, is_loopback
-from app.services.keys import KeyIn, create_key, revoke_key
+from app.services.access.auth import check_bind, is_loopback
+from app.services.access.keys import KeyIn, create_key, revoke_key
 from app.services.runtime import Elephant
 from tests.conftest import (
     api_client,

@@ -16,8 +16,8 @@ from app.config import Settings
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder
-from app.services.jobs import drain
-from app.services.keys import KeyIn, create_key
+from app.services.access.keys import KeyIn, create_key
+from app.services.jobs.runner import drain
 from app.services.runtime import Elephant
 from tests.conftest import (
     make_settings,

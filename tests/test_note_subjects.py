@@ -18,10 +18,10 @@ from litestar.testing import TestClient
 from app.config import Settings
 from app.mcp.server import build_server
 from app.prompts import extract_facts
-from app.services.commit import NoteIn, commit_note
+from app.services.access.keys import KeyIn, create_key
 from app.services.facts.model import TurnInput
-from app.services.jobs import drain
-from app.services.keys import KeyIn, create_key
+from app.services.jobs.runner import drain
+from app.services.memory.commit import NoteIn, commit_note
 from app.services.runtime import Elephant
 from tests.conftest import api_client
 from tests.fakes import ScriptedLLM

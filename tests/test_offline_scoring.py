@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.scoring import OfflineScores, offline_scores
+from app.services.gate.scoring import OfflineScores, offline_scores
 
 NOVELTY = 10.0  # nothing similar stored: the most favourable case for a text
 

@@ -13,12 +13,12 @@ import pytest
 from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
-from app.services.erasure import EraseIn, erase
-from app.services.jobs import drain
-from app.services.passages import note_passages, spans
+from app.services.access.erasure import EraseIn, erase
+from app.services.jobs.runner import drain
+from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.passages import note_passages, spans
+from app.services.retrieval.search import LaneSizes, SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import LaneSizes, SearchRequest, search
 from tests.conftest import make_settings, unreachable_embedder
 
 FILLER = (
@@ -221,8 +221,8 @@ def test_an_upgraded_database_queues_passages_for_its_old_turns(
 
 def test_the_window_text_is_what_the_passages_render(elephant: Elephant) -> None:
     """A passage is embedded under its turn's date and speaker, like the window shows it."""
-    from app.services.passages import turn_passages
-    from app.services.windows import WindowTurn, render_turn
+    from app.services.memory.passages import turn_passages
+    from app.services.memory.windows import WindowTurn, render_turn
 
     turn = WindowTurn(0, "Maya", long_answer(), None, "p2")
     parts = turn_passages([turn], 48)

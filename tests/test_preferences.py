@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.facts.model import TurnInput
 from app.services.facts.standing import standing_facts, standing_kind
+from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.retrieval.search import LaneSizes, SearchHit, SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import LaneSizes, SearchHit, SearchRequest, search
 from tests.conftest import make_settings
 
 T = "diner"

@@ -17,8 +17,8 @@ from app.config import Settings
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder
-from app.services import queue
-from app.services.leases import LeaseKeeper
+from app.services.jobs import queue
+from app.services.jobs.leases import LeaseKeeper
 from app.services.runtime import Elephant
 from tests.conftest import api_client
 

@@ -1,4 +1,4 @@
-"""Re-embedding to a new model with no downtime (app/services/reembed.py).
+"""Re-embedding to a new model with no downtime (app/services/ops/reembed.py).
 
 Two real local models: the bundled all-MiniLM-L6-v2 (384-d) and a second encoder built
 here, a small BERT (256-d, 2 layers) with MiniLM's tokenizer and seeded random weights,
@@ -30,14 +30,14 @@ from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.errors import Conflict, InvalidInput
 from app.providers.embedder import DEFAULT_MODEL, Embedder, LocalEmbedder
-from app.services import reembed
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
-from app.services.doctor import diagnose
 from app.services.graph import operations as ops
 from app.services.graph.models import EntityIn, ObservationIn, RecordIn
-from app.services.jobs import drain
+from app.services.jobs.runner import drain
+from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.ops import reembed
+from app.services.ops.doctor import diagnose
+from app.services.retrieval.search import LaneSizes, SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import LaneSizes, SearchRequest, search
 from tests.conftest import make_settings
 
 TENANT = "reembed"
@@ -340,7 +340,7 @@ import json, sys
 from app.config import EmbeddingSettings, Settings
 from app.db import Database
 from app.providers.embedder import LocalEmbedder
-from app.services import reembed
+from app.services.ops import reembed
 from app.services.runtime import Elephant
 
 url, data_dir, small_dir, pause_after = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])

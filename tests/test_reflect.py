@@ -9,8 +9,14 @@ from litestar.testing import TestClient
 
 from app.config import Settings
 from app.providers.llm import LLMError
-from app.services.commit import NoteIn, commit_note
-from app.services.reflect import ReflectIn, ReflectSource, classify, context_block, reflect
+from app.services.memory.commit import NoteIn, commit_note
+from app.services.retrieval.reflect import (
+    ReflectIn,
+    ReflectSource,
+    classify,
+    context_block,
+    reflect,
+)
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM

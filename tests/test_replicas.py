@@ -31,14 +31,14 @@ from app.db.embedded import SERVICE_USER, SUPERUSER, EmbeddedPostgres, binaries_
 from app.db.replicas import HEALTH, ReplicaSet, ReplicaUnavailable
 from app.errors import NotFound
 from app.providers.embedder import Embedder
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
 from app.services.graph.models import EntityIn
 from app.services.graph.operations import create_entities
 from app.services.graph.reads import open_nodes
-from app.services.records import get_memory
+from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.records import get_memory
+from app.services.ops.stats import stats
+from app.services.retrieval.search import SearchFilters, SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchFilters, SearchRequest, search
-from app.services.stats import stats
 from tests.conftest import api_client, free_port, make_settings
 
 T = "replicated"

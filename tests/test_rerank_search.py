@@ -19,9 +19,9 @@ import pytest
 
 from app.config import Settings
 from app.providers.reranker import HTTPReranker
-from app.services.commit import NoteIn, commit_note
+from app.services.memory.commit import NoteIn, commit_note
+from app.services.retrieval.search import RerankReport, SearchRequest, rerank_document, search
 from app.services.runtime import Elephant
-from app.services.search import RerankReport, SearchRequest, rerank_document, search
 from tests.conftest import free_port
 from tests.reranker_helpers import build_tiny_cross_encoder
 

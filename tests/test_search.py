@@ -10,10 +10,9 @@ import pytest
 from litestar.testing import TestClient
 
 from app.config import Settings
-from app.services.access import AccessRecorder
-from app.services.commit import ConversationIn, NoteIn, commit_conversation, commit_note
-from app.services.runtime import Elephant
-from app.services.search import (
+from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.retrieval.access_stats import AccessRecorder
+from app.services.retrieval.search import (
     LaneRanks,
     SearchRequest,
     prepare,
@@ -21,6 +20,7 @@ from app.services.search import (
     statement,
     statement_params,
 )
+from app.services.runtime import Elephant
 from tests.conftest import MANAGED, api_client, needs_bm25
 
 Client = TestClient  # type: ignore[type-arg]

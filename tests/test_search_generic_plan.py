@@ -21,14 +21,14 @@ from psycopg.adapt import Transformer
 
 from app.config import Settings
 from app.db.runtime import Connection
-from app.services.runtime import Elephant
-from app.services.search import (
+from app.services.retrieval.search import (
     SearchRequest,
     prepare,
     run_statement,
     statement,
     statement_params,
 )
+from app.services.runtime import Elephant
 from tests.conftest import not_pooled
 from tests.test_search_plans import plan_nodes, seed_tenant, unit_vector
 

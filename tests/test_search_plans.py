@@ -2,7 +2,7 @@
 
 The tables get a few thousand rows in two tenants (random unit vectors, Zipf-like
 words, entity links), so the planner has a real choice between an index and a
-scan. Each plan is of the real statement (app.services.search.statement) with the
+scan. Each plan is of the real statement (app.services.retrieval.search.statement) with the
 parameters the service builds (statement_params) and its session settings
 (prepare), run as the app role inside a tenant, i.e. under row-level security.
 The plan tree is walked for the index each lane must use.
@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 
 from app.db.resources import fragment, load_sql, splice
+from app.services.retrieval.search import SearchRequest, prepare, statement, statement_params
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, prepare, statement, statement_params
 from tests.conftest import needs_bm25
 
 T = "planner"

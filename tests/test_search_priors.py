@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.services.commit import NoteIn, commit_note
-from app.services.query_dates import question_dates
+from app.services.memory.commit import NoteIn, commit_note
+from app.services.retrieval.query_dates import question_dates
+from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, search
 from tests.conftest import make_settings
 
 HIKES = {

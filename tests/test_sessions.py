@@ -12,8 +12,7 @@ from litestar.testing import TestClient
 
 from app.config import Settings
 from app.providers.llm import LLMError
-from app.services.runtime import Elephant
-from app.services.sessions import (
+from app.services.memory.sessions import (
     SessionCloseIn,
     classify,
     close_session,
@@ -21,6 +20,7 @@ from app.services.sessions import (
     offline_handoff,
     split_transcript,
 )
+from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM
 

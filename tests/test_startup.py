@@ -1,5 +1,5 @@
 """Start-up: what the CLI and `elephant mcp` load before they answer, and the CLI's way to a
-running `elephant serve` (app/services/server_link.py).
+running `elephant serve` (app/services/ops/server_link.py).
 
 Real processes throughout: the CLI and the MCP server run as subprocesses, `elephant serve`
 on a free 127.0.0.1 port on this module's database. Whether the model was loaded is read
@@ -29,8 +29,8 @@ import pytest
 
 from app.api import create_app
 from app.config import Settings
-from app.services import server_link
-from app.services.commit import NoteIn, commit_note
+from app.services.memory.commit import NoteIn, commit_note
+from app.services.ops import server_link
 from app.services.runtime import Elephant
 from tests.conftest import free_port
 

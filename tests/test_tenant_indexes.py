@@ -36,10 +36,9 @@ from app.db.tenant_indexes import (
     ways,
 )
 from app.errors import DatabaseUnavailable
-from app.services.commit import _nearest
-from app.services.doctor import diagnose
-from app.services.runtime import Elephant
-from app.services.search import (
+from app.services.memory.commit import _nearest
+from app.services.ops.doctor import diagnose
+from app.services.retrieval.search import (
     SearchRequest,
     prepare,
     run_statement,
@@ -47,6 +46,7 @@ from app.services.search import (
     statement,
     statement_params,
 )
+from app.services.runtime import Elephant
 from tests.conftest import make_settings
 from tests.test_search_plans import plan_nodes, seed_tenant, unit_vector
 

@@ -147,7 +147,7 @@ _PROBE = (
 )
 _REEMBED = (
     "re-embedding to a new model rewrites every tenant's vectors, as the migrator "
-    "(app/services/reembed.py, `elephant maintain reembed`)"
+    "(app/services/ops/reembed.py, `elephant maintain reembed`)"
 )
 
 ALLOWED: tuple[Allowed, ...] = (
@@ -167,31 +167,33 @@ ALLOWED: tuple[Allowed, ...] = (
         "doctor lists every tenant's vector way, as the migrator",
     ),
     Allowed(
-        "app/services/doctor.py",
+        "app/services/ops/doctor.py",
         "(SELECT count(*) FROM jobs WHERE status = 'failed')",
         "doctor reports the whole database's queue and backlog, as the migrator",
     ),
     Allowed(
-        "app/services/doctor.py",
+        "app/services/ops/doctor.py",
         "(SELECT count(*) FROM api_keys WHERE revoked_at IS NULL",
         "doctor counts every live key and every tenant graph without RLS, as the migrator",
     ),
     Allowed(
-        "app/services/metrics.py",
+        "app/services/ops/metrics.py",
         "SELECT kind, status, count(*) FROM jobs WHERE status IN",
         "the Prometheus queue gauge sums the queue of every tenant (jobs stays on the "
         "coordinator on Citus)",
     ),
-    Allowed("app/services/erasure.py", "SELECT count(*) FROM {}", _AGE),
+    Allowed("app/services/access/erasure.py", "SELECT count(*) FROM {}", _AGE),
     Allowed("app/services/graph/age.py", "SELECT count(*) FROM {}", _AGE),
     Allowed("app/services/graph/age.py", "(r.properties::text::jsonb ->> 'valid_to')", _AGE),
     Allowed("app/services/graph/age.py", "SELECT e.properties::text FROM {entity} AS e", _AGE),
     Allowed("app/services/graph/age.py", "SELECT v.p ->> 'key' FROM (SELECT", _AGE),
     Allowed("app/services/graph/age.py", "WITH doomed AS MATERIALIZED (SELECT e.id", _AGE),
     Allowed("app/services/graph/age.py", "WITH seeds AS MATERIALIZED ( SELECT e.id", _AGE),
-    Allowed("app/services/reembed.py", "SELECT count(*), count(embedding_next) FROM {}", _REEMBED),
-    Allowed("app/services/reembed.py", "UPDATE {table} AS {alias} SET {column} = %s", _REEMBED),
-    Allowed("app/services/reembed.py", "WHERE age({alias}.xmin) <= age(%s::xid)", _REEMBED),
+    Allowed(
+        "app/services/ops/reembed.py", "SELECT count(*), count(embedding_next) FROM {}", _REEMBED
+    ),
+    Allowed("app/services/ops/reembed.py", "UPDATE {table} AS {alias} SET {column} = %s", _REEMBED),
+    Allowed("app/services/ops/reembed.py", "WHERE age({alias}.xmin) <= age(%s::xid)", _REEMBED),
     Allowed(
         "app/services/transfer/importer.py",
         "(SELECT m.new FROM {map} AS m WHERE m.old",

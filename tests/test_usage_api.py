@@ -18,10 +18,10 @@ from litestar.testing import TestClient
 from app.api import create_app
 from app.config import Settings
 from app.providers.llm import LLMUsage
-from app.services.keys import KeyIn, create_key
-from app.services.overview import COST_NOT_CONFIGURED
+from app.services.access.keys import KeyIn, create_key
+from app.services.ops.overview import COST_NOT_CONFIGURED
+from app.services.ops.usage import record_usage
 from app.services.runtime import Elephant
-from app.services.usage import record_usage
 from tests.conftest import make_settings
 
 TENANT = "usage-acme"

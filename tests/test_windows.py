@@ -4,8 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.services.gate import novelty
-from app.services.windows import WindowTurn, build_windows, render_turn, window_starts
+from app.services.gate.admit import novelty
+from app.services.memory.windows import WindowTurn, build_windows, render_turn, window_starts
 
 
 def turns(n: int) -> list[WindowTurn]:

@@ -12,11 +12,11 @@ from app.config import Settings
 from app.db import Database
 from app.providers.embedder import Embedder
 from app.providers.llm import LLMError
-from app.services import queue
-from app.services.commit import NoteIn, commit_note
-from app.services.jobs import drain, run_job, run_job_now
+from app.services.jobs import queue
+from app.services.jobs.runner import drain, run_job, run_job_now
+from app.services.jobs.worker import Worker, start_worker
+from app.services.memory.commit import NoteIn, commit_note
 from app.services.runtime import Elephant
-from app.services.worker import Worker, start_worker
 from tests.conftest import make_settings, unreachable_embedder
 from tests.fakes import ScriptedLLM
 

@@ -45,8 +45,8 @@ from app.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from app.services import audit, console_sessions, server_link
-from app.services.auth import (
+from app.services.access import audit, console_sessions
+from app.services.access.auth import (
     LOCAL,
     TENANT_HEADER,
     Principal,
@@ -55,8 +55,9 @@ from app.services.auth import (
     bearer_token,
     host_allowed,
 )
-from app.services.ratelimit import RateLimiter, per_minute
+from app.services.ops import server_link
 from app.services.runtime import Elephant
+from app.web.ratelimit import RateLimiter, per_minute
 
 PUBLIC = {"scope": "public"}
 READ = {"scope": "read"}
@@ -95,7 +96,7 @@ class AccessMiddleware(ASGIMiddleware):
         link_token: str | None = None,
     ) -> None:
         self.settings = settings
-        # `elephant serve`'s per-run token for the local CLI (app/services/server_link.py).
+        # `elephant serve`'s per-run token for the local CLI (app/services/ops/server_link.py).
         self.link_token = link_token
         self.get_elephant = get_elephant
         self.allowed_hosts = allowed_hosts(settings, bind)

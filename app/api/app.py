@@ -35,9 +35,9 @@ from app.api.tenant import TenantController
 from app.api.usage import UsageController
 from app.config import Settings
 from app.db import Database
-from app.services.auth import TENANT_HEADER
+from app.services.access.auth import TENANT_HEADER
+from app.services.jobs.worker import start_worker
 from app.services.runtime import Elephant
-from app.services.worker import start_worker
 
 OPENAPI_PATH = "/schema"
 
@@ -52,7 +52,7 @@ def create_app(
     """Build the app. Given an ``elephant`` the caller owns it; otherwise the app opens one
     at start-up (with the in-process worker when worker.enabled) and closes it at shutdown.
     ``bind`` (the address served on) joins the default allowed hosts; ``link_token`` is
-    the local CLI's credential (app/services/server_link.py)."""
+    the local CLI's credential (app/services/ops/server_link.py)."""
     holder: dict[str, Elephant] = {}
     if elephant is not None:
         holder["elephant"] = elephant

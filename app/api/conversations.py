@@ -1,6 +1,6 @@
 """Conversation endpoints: the list, one lossless transcript with its windows, handoffs.
 
-Read-only views over app.services.transcripts (the console's Conversations pages show
+Read-only views over app.services.memory.transcripts (the console's Conversations pages show
 the same). Lists page by ``cursor`` (keyset), newest first.
 """
 
@@ -14,7 +14,7 @@ from litestar.params import Parameter, PathParameter
 
 from app.api.access import READ
 from app.api.params import Cursor, PageLimit
-from app.services import transcripts
+from app.services.memory import transcripts
 from app.services.runtime import Elephant
 
 Source = Annotated[

@@ -10,7 +10,7 @@ from litestar.di import Provide
 
 from app.api.access import Access
 from app.errors import Forbidden
-from app.services.auth import Principal
+from app.services.access.auth import Principal
 
 
 def provide_access(request: Request[Any, Any, Any]) -> Access:

@@ -8,7 +8,7 @@ from litestar.openapi import ResponseSpec
 
 from app.api.access import PUBLIC
 from app.db import Database
-from app.services.health import HealthReport, health
+from app.services.ops.health import HealthReport, health
 
 
 class HealthController(Controller):

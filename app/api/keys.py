@@ -11,9 +11,9 @@ from litestar.params import JSONBody, Parameter, PathParameter
 from app.api.access import ADMIN, Access
 from app.api.params import Cursor, PageLimit
 from app.errors import Forbidden
-from app.services import audit, keys
-from app.services.audit import AuditLog
-from app.services.keys import CreatedKey, KeyIn, KeyInfo, KeyList
+from app.services.access import audit, keys
+from app.services.access.audit import AuditLog
+from app.services.access.keys import CreatedKey, KeyIn, KeyInfo, KeyList
 from app.services.runtime import Elephant
 
 AuditLimit = Annotated[

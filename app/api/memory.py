@@ -12,10 +12,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.access import ADMIN, READ, WRITE
 from app.api.params import Cursor, PageLimit
-from app.services import admission, contradictions, gate_log, queue
-from app.services.admission import GateMetrics
-from app.services.auth import Principal
-from app.services.commit import (
+from app.services.access.auth import Principal
+from app.services.common.inputs import Real
+from app.services.facts import contradictions
+from app.services.facts.contradictions import ContradictionList
+from app.services.gate import admission
+from app.services.gate import decisions as gate_log
+from app.services.gate.admission import GateMetrics
+from app.services.gate.admit import GateThreshold
+from app.services.jobs import queue
+from app.services.memory.commit import (
     ConversationIn,
     ConversationResponse,
     NoteIn,
@@ -23,10 +29,7 @@ from app.services.commit import (
     commit_conversation,
     commit_note,
 )
-from app.services.contradictions import ContradictionList
-from app.services.feedback import FeedbackIn, FeedbackResult, give_feedback
-from app.services.gate import GateThreshold
-from app.services.inputs import Real
+from app.services.memory.feedback import FeedbackIn, FeedbackResult, give_feedback
 from app.services.runtime import Elephant
 
 Wait = Annotated[bool, Parameter(description="Run fact extraction now and return when it is done.")]

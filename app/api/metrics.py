@@ -20,7 +20,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.access import ADMIN_UNAUDITED, PUBLIC
 from app.config import Settings
-from app.services import metrics
+from app.services.ops import metrics
 from app.services.runtime import Elephant
 
 METRICS_PATH = "/metrics"

@@ -1,7 +1,7 @@
 """What arrives in the URL: the text rules for query and path parameters, and the
 parameters every endpoint names the same way (query, cursor, limit).
 
-Bodies are checked by their models (app.services.inputs); a query or path string
+Bodies are checked by their models (app.services.common.inputs); a query or path string
 reaches a handler as a plain ``str``, so this hook applies the same rule to every
 one of them before any handler runs: a NUL or a lone surrogate in
 ``?source=%00`` is a 422 naming the parameter, never a database error.
@@ -15,8 +15,8 @@ from litestar import Request
 from litestar.params import Parameter, QueryParameter
 
 from app.errors import InvalidInput
-from app.services import paging
-from app.services.inputs import text_problem
+from app.services.common import paging
+from app.services.common.inputs import text_problem
 
 
 def check_url_text(request: Request[Any, Any, Any]) -> None:

@@ -13,10 +13,11 @@ from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.access import ADMIN, READ, WRITE
 from app.api.params import Cursor
-from app.services import fact_history, records
-from app.services.auth import Principal
-from app.services.erasure import EraseIn, ErasureReport, erase
-from app.services.inputs import parse_instant
+from app.services.access.auth import Principal
+from app.services.access.erasure import EraseIn, ErasureReport, erase
+from app.services.common.inputs import parse_instant
+from app.services.facts import history as fact_history
+from app.services.memory import records
 from app.services.runtime import Elephant
 
 Limit = Annotated[int, Parameter(ge=1, le=records.MAX_LIMIT, description="1-200 per page.")]

@@ -12,7 +12,7 @@ from typing import Any
 from litestar import Request
 
 from app.errors import InvalidInput
-from app.services.inputs import too_deep
+from app.services.common.inputs import too_deep
 
 
 class ElephantRequest(Request[Any, Any, Any]):

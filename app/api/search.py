@@ -16,12 +16,12 @@ from pydantic import Field
 from app.api.access import READ
 from app.api.params import DeprecatedQ, QueryText, one_query
 from app.db.replicas import Consistency
-from app.services.inputs import NonBlank
-from app.services.proactive import ProactiveIn, Suggestions, proactive
-from app.services.reflect import ReflectIn, Reflection, reflect
+from app.services.common.inputs import NonBlank
+from app.services.ops.stats import StatsReport, stats
+from app.services.retrieval.proactive import ProactiveIn, Suggestions, proactive
+from app.services.retrieval.reflect import ReflectIn, Reflection, reflect
+from app.services.retrieval.search import SearchFilters, SearchRequest, SearchResponse, search
 from app.services.runtime import Elephant
-from app.services.search import SearchFilters, SearchRequest, SearchResponse, search
-from app.services.stats import StatsReport, stats
 
 
 class ReflectBody(ReflectIn):

@@ -9,14 +9,14 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
 from app.api.access import READ, WRITE
-from app.services.runtime import Elephant
-from app.services.sessions import (
+from app.services.memory.sessions import (
     Handoff,
     SessionClosed,
     SessionCloseIn,
     close_session,
     get_handoff,
 )
+from app.services.runtime import Elephant
 
 
 class SessionsController(Controller):

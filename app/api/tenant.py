@@ -7,9 +7,9 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody
 
 from app.api.access import ADMIN, READ
-from app.services import tenants
+from app.services.access import tenants
+from app.services.access.tenants import Owner, OwnerIn
 from app.services.runtime import Elephant
-from app.services.tenants import Owner, OwnerIn
 
 
 class TenantController(Controller):

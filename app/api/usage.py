@@ -9,7 +9,7 @@ from litestar.di import NamedDependency
 from litestar.params import Parameter
 
 from app.api.access import READ
-from app.services.overview import MAX_DAYS, UsageReport, usage_report
+from app.services.ops.overview import MAX_DAYS, UsageReport, usage_report
 from app.services.runtime import Elephant
 
 

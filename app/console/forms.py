@@ -7,7 +7,7 @@ from datetime import datetime
 from uuid import UUID
 
 from app.errors import InvalidInput
-from app.services.inputs import parse_instant
+from app.services.common.inputs import parse_instant
 
 
 def blank(value: str | None) -> str | None:

@@ -22,7 +22,7 @@ LANES: tuple[tuple[str, str], ...] = (
     ("preferences", "Preferences"),
 )
 
-# Words the keyword lane drops from a question (app.services.expansion): marking them in
+# Words the keyword lane drops from a question (app.services.retrieval.expansion): marking them in
 # every hit would point at matches no lane made.
 _COMMON_WORDS = (
     "what when where who whom whose which why how did does are was were can could would "

@@ -13,7 +13,7 @@ from fastmcp.server.dependencies import get_access_token, get_http_headers, get_
 from app.config import Settings
 
 if TYPE_CHECKING:  # the services are imported where first used: `elephant mcp` starts fast
-    from app.services.auth import Principal
+    from app.services.access.auth import Principal
     from app.services.runtime import Elephant
 
 
@@ -32,7 +32,7 @@ class McpRuntime:
         """With an API key: the key's tenant (an all-tenant admin key may name one in
         X-Elephant-Tenant). Without (stdio, auth.mode local): the header over HTTP, else
         mcp.tenant, else tenant.default."""
-        from app.services.auth import LOCAL, TENANT_HEADER
+        from app.services.access.auth import LOCAL, TENANT_HEADER
 
         header = get_http_headers().get(TENANT_HEADER.lower())
         default = self.settings.mcp.tenant or self.settings.tenant.default
@@ -44,7 +44,7 @@ def principal_of(token: AccessToken | None) -> Principal | None:
     """The key behind an MCP request (set by ApiKeyVerifier), or None without keys."""
     if token is None:
         return None
-    from app.services.auth import Principal
+    from app.services.access.auth import Principal
 
     tenant = token.claims.get("tenant")
     return Principal(

@@ -21,7 +21,7 @@ from app.config import Settings
 from app.errors import Unauthorized
 from app.mcp.context import ElephantMCP
 from app.mcp.server import build_server
-from app.services.auth import authenticate
+from app.services.access.auth import authenticate
 from app.services.runtime import Elephant
 
 

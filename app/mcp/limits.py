@@ -13,7 +13,7 @@ from fastmcp.tools.base import ToolResult
 from app.config import AuthSettings
 from app.errors import RateLimited
 from app.mcp.errors import message_for
-from app.services.ratelimit import RateLimiter, per_minute
+from app.web.ratelimit import RateLimiter, per_minute
 
 
 class KeyRateLimits(Middleware):

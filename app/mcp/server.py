@@ -36,7 +36,7 @@ from app.mcp.limits import KeyRateLimits
 from app.mcp.registry import Kind, Profile, ToolSet, ToolSpec
 
 if TYPE_CHECKING:
-    from app.services.auth import Scope
+    from app.services.access.auth import Scope
     from app.services.runtime import Elephant
 
 log = logging.getLogger(__name__)
@@ -171,11 +171,11 @@ class Startup:
             from app.services.runtime import Elephant
 
             elephant = Elephant.open(self.settings)
-            from app.services import reembed
+            from app.services.ops import reembed
 
             reembed.follow(elephant)  # the database's model, now and after a re-embed
             if self.settings.worker.enabled:
-                from app.services.worker import start_worker
+                from app.services.jobs.worker import start_worker
 
                 start_worker(elephant)
             self._elephant = elephant

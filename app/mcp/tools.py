@@ -18,11 +18,11 @@ from typing_extensions import TypedDict
 from app.errors import InvalidInput
 from app.mcp.context import current
 from app.mcp.registry import ToolSet
-from app.services import commit, sessions
-from app.services import feedback as feedback_service
-from app.services import reflect as reflect_service
-from app.services import search as search_service
-from app.services import stats as stats_service
+from app.services.memory import commit, sessions
+from app.services.memory import feedback as feedback_service
+from app.services.ops import stats as stats_service
+from app.services.retrieval import reflect as reflect_service
+from app.services.retrieval import search as search_service
 
 MEMORY = ToolSet()
 

@@ -2,7 +2,7 @@
 
 The API, the MCP adapter and the CLI each hold one of these and call the service
 functions with it; nothing here is created at import time. Background threads (the
-job worker, app/services/worker.py) are started by whoever starts the application
+job worker, app/services/jobs/worker.py) are started by whoever starts the application
 and handed to ``stop_on_close``; the runtime knows them only as things to stop.
 """
 
@@ -19,11 +19,11 @@ from app.errors import DatabaseUnavailable
 from app.providers.embedder import Embedder, build_embedder
 from app.providers.llm import LLM, build_llm
 from app.providers.reranker import HTTPReranker, build_reranker
-from app.services.access import AccessRecorder
-from app.services.expansion import NameCache
 from app.services.graph.backend import Backend, GraphDecision, build, decide
 from app.services.graph.store import GraphStore
-from app.services.leases import LeaseKeeper
+from app.services.jobs.leases import LeaseKeeper
+from app.services.retrieval.access_stats import AccessRecorder
+from app.services.retrieval.expansion import NameCache
 
 log = logging.getLogger(__name__)
 

@@ -26,10 +26,10 @@ import numpy as np
 from app import __version__
 from app.config import Settings
 from app.providers.embedder import Embedder, LocalEmbedder
-from app.services import ingest as ingest_service
-from app.services.jobs import drain
+from app.services.jobs.runner import drain
+from app.services.memory import ingest as ingest_service
+from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchRequest, search
 from benchmarks.auth import served
 from benchmarks.locomo import turn_ids
 from benchmarks.peers.base import Capabilities, Doc, Hit, Vector

@@ -3,7 +3,7 @@
 A transcript shows every turn (anchor ``#turn-<seq>``, which search hits link to) with a
 column of brackets per window: green stored, amber a duplicate, dashed red rejected. The
 same windows are listed as text with their turn ranges, gate decision and the stored
-memory. Thin adapters over app.services.transcripts (as GET /conversations is).
+memory. Thin adapters over app.services.memory.transcripts (as GET /conversations is).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from app.api.access import CONSOLE_READ
 from app.console.forms import blank
 from app.console.render import page
 from app.errors import InvalidInput
-from app.services import paging, transcripts
+from app.services.common import paging
+from app.services.memory import transcripts
 from app.services.runtime import Elephant
 
 PAGE_SIZE = 25

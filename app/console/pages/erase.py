@@ -1,7 +1,7 @@
 """The Erase page (admin scope): choose a target, see a dry run's report, then confirm.
 
 Three steps: GET shows the form; POST ``/preview`` runs the erasure as a dry run
-(app/services/erasure.py deletes inside a savepoint and rolls it back, so the
+(app/services/access/erasure.py deletes inside a savepoint and rolls it back, so the
 report is the one the real run gives) and shows it with a Confirm form carrying
 the same request; POST ``/confirm`` erases and shows the final report. Erasing the
 whole tenant also asks for the tenant id to be typed.
@@ -28,7 +28,7 @@ from litestar.response import Template
 from app.api.access import CONSOLE_ADMIN
 from app.console.render import access_of, page
 from app.errors import InvalidInput
-from app.services.erasure import EraseIn, ErasureReport, erase
+from app.services.access.erasure import EraseIn, ErasureReport, erase
 from app.services.runtime import Elephant
 
 KINDS = ("subject", "conversation", "source", "ids", "tenant")

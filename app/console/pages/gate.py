@@ -1,7 +1,7 @@
 """The Gate page: what the admission gate kept and refused, and why; admit a refused note.
 
-A thin adapter over app/services/admission.py (counts, the threshold in force) and
-app/services/gate_log.py (the decisions, admitting a rejected note); the admit form
+A thin adapter over app/services/gate/admission.py (counts, the threshold in force) and
+app/services/gate/decisions.py (the decisions, admitting a rejected note); the admit form
 posts here with the session's CSRF token and comes back (303) to the page with a notice.
 """
 
@@ -19,7 +19,8 @@ from app.api.access import CONSOLE_READ, CONSOLE_WRITE
 from app.console.forms import blank
 from app.console.render import access_of, page, query_string
 from app.errors import InvalidInput
-from app.services import admission, gate_log
+from app.services.gate import admission
+from app.services.gate import decisions as gate_log
 from app.services.runtime import Elephant
 
 PAGE_SIZE = 25

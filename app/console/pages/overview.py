@@ -20,7 +20,7 @@ from app.api.access import CONSOLE_READ
 from app.console.charts import Series, bar_chart, line_chart
 from app.console.render import access_of, page
 from app.errors import InvalidInput
-from app.services.overview import GrowthDay, Overview, UsageReport, overview
+from app.services.ops.overview import GrowthDay, Overview, UsageReport, overview
 from app.services.runtime import Elephant
 
 DAY_CHOICES = (7, 30, 90)

@@ -1,8 +1,9 @@
 """The Memories and Facts pages: paged lists with filters, one memory, one fact's timeline.
 
-Thin adapters over app/services/records.py (lists, one record), app/services/gate_log.py
-(the decisions that stored a memory) and app/services/fact_history.py (a fact's
-chain and contradictions); the only thing made here is the timeline chart.
+Thin adapters over app/services/memory/records.py (lists, one record),
+app/services/gate/decisions.py (the decisions that stored a memory) and
+app/services/facts/history.py (a fact's chain and contradictions); the only thing
+made here is the timeline chart.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from app.api.access import CONSOLE_READ
 from app.console.forms import blank, choice, moment, optional_uuid, required_uuid
 from app.console.render import page, when
 from app.errors import InvalidInput
-from app.services import fact_history, gate_log, records
-from app.services.fact_history import ChainLink
+from app.services.facts import history as fact_history
+from app.services.facts.history import ChainLink
+from app.services.gate import decisions as gate_log
+from app.services.memory import records
 from app.services.runtime import Elephant
 
 PAGE_SIZE = 25

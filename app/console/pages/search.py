@@ -24,9 +24,9 @@ from app.api.access import CONSOLE_READ
 from app.console.lanes import LANES, LaneMark, highlight, lane_chart, lane_marks
 from app.console.render import page
 from app.errors import InvalidInput
+from app.services.memory.transcripts import TurnLink, turn_links
+from app.services.retrieval.search import SearchExplain, SearchHit, SearchRequest, search
 from app.services.runtime import Elephant
-from app.services.search import SearchExplain, SearchHit, SearchRequest, search
-from app.services.transcripts import TurnLink, turn_links
 
 KINDS = ("window", "note", "fact")
 LANE_KEYS = tuple(lane for lane, _ in LANES)

@@ -15,9 +15,9 @@ from litestar.response import Redirect, Template
 from app.api.access import CONSOLE_PUBLIC, CONSOLE_READ, session_cookie
 from app.config import Settings, validate_tenant_id
 from app.errors import ElephantError, InvalidInput, RateLimited
-from app.services import audit, console_sessions
-from app.services.ratelimit import RateLimiter
+from app.services.access import audit, console_sessions
 from app.services.runtime import Elephant
+from app.web.ratelimit import RateLimiter
 
 SIGN_IN = "/ui/login"
 _failures = RateLimiter()  # failed sign-ins per client address, as for bad bearer keys

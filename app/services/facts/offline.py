@@ -31,7 +31,7 @@ from app.services.facts.model import Assistants, EntityRef, ExtractedFact, FactT
 
 MAX_FACT_CHARS = 300
 
-# --- lexicons (shared with app.services.scoring) ----------------------------------------
+# --- lexicons (shared with app.services.gate.scoring) ----------------------------------------
 
 
 def _words(text: str) -> frozenset[str]:

@@ -24,17 +24,18 @@ from typing import Any
 from app.config import FactsSettings
 from app.db.runtime import Connection
 from app.prompts import extract_facts as extract_prompt
-from app.services import contradictions, metrics
+from app.services.access.tenants import tenant_owner
+from app.services.common.text import content_hash
+from app.services.facts import contradictions
 from app.services.facts.dates import storable
 from app.services.facts.model import Assistants, ExtractedFact, TurnInput
 from app.services.facts.offline import ASSISTANT_CONFIDENCE, extract_offline
 from app.services.facts.standing import standing_facts
 from app.services.graph import linking
-from app.services.queue import Job
+from app.services.jobs.queue import Job
+from app.services.ops import metrics
+from app.services.ops.usage import record_usage
 from app.services.runtime import Elephant
-from app.services.tenants import tenant_owner
-from app.services.text import content_hash
-from app.services.usage import record_usage
 
 
 def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:

@@ -10,9 +10,9 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.services.common.inputs import NON_BLANK, TEXT, Name, Text, When
 from app.services.graph import vocabulary as vocab
 from app.services.graph.store import Entity, Relation
-from app.services.inputs import NON_BLANK, TEXT, Name, Text, When
 
 NAME = Field(description="Entity name; case and spacing ignored.")
 Statement = Annotated[str, Field(min_length=1, max_length=4000), NON_BLANK]

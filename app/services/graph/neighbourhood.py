@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 from app.db.runtime import Connection
 from app.errors import InvalidInput, NotFound
+from app.services.common.inputs import require_text
 from app.services.graph.operations import graph_store
 from app.services.graph.store import Entity, GraphStore, Relation, entity_key
-from app.services.inputs import require_text
 from app.services.runtime import Elephant
 
 MAX_HOPS = 3

@@ -23,7 +23,6 @@ from msgspec import UNSET, UnsetType
 from app.db.runtime import Connection
 from app.errors import CapabilityMissing, InvalidInput
 from app.providers.embedder_errors import EmbedderError
-from app.services import metrics, queue
 from app.services.graph import vocabulary as vocab
 from app.services.graph.models import (
     DecisionIn,
@@ -46,6 +45,8 @@ from app.services.graph.models import (
     RevisionResult,
 )
 from app.services.graph.store import Entity, GraphStore, Relation, entity_key
+from app.services.jobs import queue
+from app.services.ops import metrics
 from app.services.runtime import Elephant
 
 BACKFILL_JOB = "embed_memories"

@@ -17,7 +17,8 @@ import msgspec
 
 from app.db.runtime import Connection
 from app.errors import InvalidInput
-from app.services import paging
+from app.services.common import paging
+from app.services.common.inputs import require_text
 from app.services.graph import vocabulary as vocab
 from app.services.graph.models import (
     EntitySummary,
@@ -30,7 +31,6 @@ from app.services.graph.models import (
 )
 from app.services.graph.operations import active_observations, graph_store
 from app.services.graph.store import Entity, GraphStore, Relation, entity_key
-from app.services.inputs import require_text
 from app.services.runtime import Elephant
 
 MAX_LIMIT = 200

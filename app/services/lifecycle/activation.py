@@ -9,9 +9,9 @@ anchor, the latest of when it was stored, stored again (last_seen_at) and used
 It is computed when read (sql/objects/20_lifecycle.sql, elephant_activation), never
 stored: a stored value would need a job rewriting every row as time passes, and each
 rewrite of a memory row touches its vector index. Use refreshes it by moving the
-anchor, which the access recorder (app/services/access.py) and feedback already do; the
-uses live aside, in access_stats (one narrow row per item), so moving the anchor never
-rewrites a memory or fact row.
+anchor, which the access recorder (app/services/retrieval/access_stats.py) and feedback
+already do; the uses live aside, in access_stats (one narrow row per item), so moving
+the anchor never rewrites a memory or fact row.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ sweeps whatever is left, up to ``BATCHES`` batches per run, on the schedule or o
 from __future__ import annotations
 
 from app.db.runtime import Connection
-from app.services import metrics, passages
 from app.services.lifecycle.report import Report
+from app.services.memory import passages
+from app.services.ops import metrics
 from app.services.runtime import Elephant
 
 BATCH = 500

@@ -1,7 +1,7 @@
 """Maintenance kinds as queue jobs: their handlers, their runs, their schedule, their state.
 
 Each kind (decay, dedup, backfill, retention; reembed once its service is there) is a
-job ``maintain_<kind>`` of one tenant on the existing queue (app/services/queue.py),
+job ``maintain_<kind>`` of one tenant on the existing queue (app/services/jobs/queue.py),
 so it is claimed with SKIP LOCKED, leased, retried with back-off, and runs in the
 tenant's transaction under row-level security. What a run did is kept in
 ``maintenance_runs`` (same transaction as the work).
@@ -27,7 +27,7 @@ import psycopg
 
 from app.db.runtime import Connection
 from app.errors import ElephantError
-from app.services import queue
+from app.services.jobs import queue
 from app.services.lifecycle import backfill, decay, retention, sweep
 from app.services.lifecycle.report import Report
 from app.services.runtime import Elephant
@@ -49,7 +49,7 @@ TASKS: dict[str, Task] = {
     "backfill": backfill.run,
     "retention": retention.run,
 }
-# HOOK (re-embed, app/services/reembed.py, built separately): a per-tenant job kind
+# HOOK (re-embed, app/services/ops/reembed.py, built separately): a per-tenant job kind
 # plugs in here as TASKS["reembed"] = <its run(elephant, conn, tenant, *, dry_run)
 # returning a Report>; `elephant maintain reembed` calls that service directly.
 

@@ -9,7 +9,7 @@ is expired when it was last stored or added to before the cut-off (now - days):
   stored again) before the cut-off;
 - a fact of the source that hangs off no kept memory or conversation.
 
-Everything goes through the erasure path (app/services/erasure.py), so the facts
+Everything goes through the erasure path (app/services/access/erasure.py), so the facts
 derived from what goes, their graph links, vectors and passages go too, and every
 erasure is audited like one asked for by hand. Sources not named are never touched.
 """
@@ -20,8 +20,8 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from app.db.runtime import Connection
-from app.services import audit
-from app.services.erasure import MAX_IDS, EraseIn, erase
+from app.services.access import audit
+from app.services.access.erasure import MAX_IDS, EraseIn, erase
 from app.services.lifecycle.report import Report
 from app.services.runtime import Elephant
 

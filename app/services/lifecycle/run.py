@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from app.errors import ElephantError, InvalidInput
-from app.services.jobs import run_job_now
+from app.services.jobs.runner import run_job_now
 from app.services.lifecycle.maintenance import TASKS, job_kind, last_report
 from app.services.lifecycle.report import Report
 from app.services.runtime import Elephant

@@ -1,12 +1,12 @@
 """The dedup sweep: merge notes that carry the same information, never an update.
 
-Commit already merges a near duplicate into what is stored (app/services/commit.py).
+Commit already merges a near duplicate into what is stored (app/services/memory/commit.py).
 Some slip through: notes stored while the embedder was down (no vector, so no
 neighbour to compare with), or two commits racing each other. The sweep walks the
 tenant's notes in the order they were stored, from where the last sweep stopped
 (its report keeps the cursor), and asks of each its nearest older notes of the same
 source the question commit asks: the cosine rule (dedup.* settings) AND the same
-information (app/services/dedup.py: numbers, dates, names, negation, ...). So "my PIN
+information (app/services/memory/dedup.py: numbers, dates, names, negation, ...). So "my PIN
 is 1234" and "my PIN is 5678" both stay.
 
 A merge keeps the older note and folds the newer one into it: seen and access counts
@@ -22,8 +22,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from app.db.runtime import Connection
-from app.services import dedup
 from app.services.lifecycle.report import Report
+from app.services.memory import dedup
 from app.services.runtime import Elephant
 
 # Rows committed a little after a later row was stored (long transactions) are looked

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from app.db.runtime import Connection
 from app.errors import ElephantError
-from app.services import erasure
+from app.services.access import erasure
 
 # Parents first: every foreign key points at a table earlier in this list.
 ORDER: tuple[str, ...] = tuple(reversed(erasure.TABLES))

@@ -24,7 +24,7 @@ from app import __version__
 from app.config import validate_tenant_id
 from app.db.runtime import TENANT_SETTING, Connection, Database
 from app.errors import InvalidInput, NotFound
-from app.services.erasure import count_tenant_rows
+from app.services.access.erasure import count_tenant_rows
 from app.services.graph.store import GraphStore
 from app.services.graph.transfer import entity_pages
 from app.services.runtime import Elephant
@@ -33,7 +33,7 @@ from app.services.transfer.catalog import Table
 
 FETCH = 2000  # rows per round trip of the server-side cursor
 # The vectors of the model in elephant_meta; another vector column (embedding_next while a
-# re-embed runs, app/services/reembed.py) is work in progress, not exported.
+# re-embed runs, app/services/ops/reembed.py) is work in progress, not exported.
 VECTOR_COLUMN = "embedding"
 
 

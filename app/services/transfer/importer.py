@@ -37,10 +37,11 @@ from app.config import validate_tenant_id
 from app.db.resources import migrations_dir
 from app.db.runtime import Connection
 from app.errors import CapabilityMissing, Conflict, InvalidInput
-from app.services import audit, passages
+from app.services.access import audit
 from app.services.graph import vocabulary
 from app.services.graph.store import Entity, GraphStore, Relation
 from app.services.graph.transfer import PAGE
+from app.services.memory import passages
 from app.services.runtime import Elephant
 from app.services.transfer import catalog, fileformat
 from app.services.transfer.catalog import Catalog, Column, Table
@@ -50,7 +51,7 @@ STAGE = "elephant_import_rows"
 IDS = "elephant_import_ids"  # old uuid (text) -> new uuid, with new_ids
 EMBED_BATCH = 256
 # What each write path embedded, so a vector made again is the vector it had: a window or
-# note its text (app/services/commit.py), an extracted fact its text
+# note its text (app/services/memory/commit.py), an extracted fact its text
 # (facts/pipeline.py), a graph observation "Entity: text" or "Entity (kind): text"
 # (graph/operations.py), where the entity's name is the fact's subject.
 EMBEDDED_TEXT: dict[str, LiteralString] = {

@@ -1,0 +1,90 @@
+"""Web console sign-in: an API key, checked once, turned into a revocable browser session.
+
+The browser keeps a random token in an HttpOnly cookie; the database keeps its SHA-256
+and the key it was opened with (migration 0011), so signing out, revoking the key or
+its expiry ends the session, on every API process at once. The key itself is never
+stored in the browser. The CSRF token of a session is derived from the session token
+(which a cross-site page cannot read), so any API process can check it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+from app.db.runtime import Database
+from app.errors import Forbidden
+from app.services.access.auth import Principal, authenticate
+
+COOKIE = "elephant_session"
+TOKEN_BYTES = 32
+# In keyless local mode there is no session: forms carry a token keyed by this process.
+_LOCAL_SECRET = secrets.token_bytes(32)
+
+
+@dataclass(frozen=True)
+class ConsoleSession:
+    token: str
+    principal: Principal
+    expires_at: datetime
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def sign_in(db: Database, key: str, client: str | None, hours: float) -> ConsoleSession:
+    """Check the key (Unauthorized if it is not a live key) and open a session for it."""
+    principal = authenticate(db, key, client)
+    if not principal.has("read"):
+        raise Forbidden("the console needs a key with the 'read' scope")
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT elephant_console_open(%s, %s, %s, %s)",
+            (_hash(token), principal.key_id, round(hours * 3600), client),
+        ).fetchone()
+    assert row is not None
+    return ConsoleSession(token=token, principal=principal, expires_at=row[0])
+
+
+def session_principal(db: Database, token: str | None) -> Principal | None:
+    """The principal of a live session, or None (unknown, expired, key revoked or expired)."""
+    if not token or len(token) > 200:
+        return None
+    with db.connection() as conn:
+        row = conn.execute(
+            "SELECT key_id, prefix, name, tenant_id, scopes, key_expires_at, revoked_at "
+            "FROM elephant_console_session(%s)",
+            (_hash(token),),
+        ).fetchone()
+    if row is None:
+        return None
+    key_id, prefix, name, tenant, scopes, key_expires_at, revoked_at = row
+    if revoked_at is not None or (
+        key_expires_at is not None and key_expires_at <= datetime.now(key_expires_at.tzinfo)
+    ):
+        return None
+    return Principal(
+        name=name, scopes=frozenset(scopes), tenant=tenant, prefix=prefix, key_id=str(key_id)
+    )
+
+
+def sign_out(db: Database, token: str | None) -> None:
+    if token and len(token) <= 200:
+        with db.connection() as conn:
+            conn.execute("SELECT elephant_console_close(%s)", (_hash(token),))
+
+
+def csrf_token(session_token: str | None) -> str:
+    """The token a console form must carry: bound to the session (or, keyless, the process)."""
+    if session_token is None:
+        return hmac.new(_LOCAL_SECRET, b"local", hashlib.sha256).hexdigest()
+    return hashlib.sha256(b"csrf:" + session_token.encode()).hexdigest()
+
+
+def csrf_matches(expected: str, presented: str | None) -> bool:
+    return presented is not None and hmac.compare_digest(expected, presented)

@@ -1,0 +1,4 @@
+"""What is remembered: notes and conversations committed (windows, passages, dedup), read
+back as records and transcripts, closed as sessions, bulk-ingested, and rated by
+feedback.
+"""

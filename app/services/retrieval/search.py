@@ -1,0 +1,674 @@
+"""Hybrid search: query variants → one SQL statement (sql/hybrid_search.sql) → hits.
+
+Every lane of every variant runs in that one statement, fused by RRF, over the
+current tenant only (named in the statement and enforced by row-level security).
+The dense lanes are served the tenant's way (app/db/tenant_indexes.py): an exact
+scan of a small tenant's rows, or an HNSW walk over the tenant's own indexes (the
+tenant written into the statement as a literal, so the planner can use them) or
+the shared ones. Before it, the transaction sets hnsw.ef_search to at least the
+largest lane, turns on pgvector's iterative scans (so tenant filtering cannot
+starve a lane), and disables explicit sorts so that each index lane is an ordered
+index scan (HNSW, bm25) rather than a sort of every tenant row.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET, UnsetType
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.db.replicas import Consistency, ReplicaUnavailable
+from app.db.resources import load_statement
+from app.db.runtime import Connection
+from app.db.tenant_indexes import Way, naming_tenant
+from app.prompts import paraphrase as paraphrase_prompt
+from app.providers.llm import LLMError
+from app.providers.reranker import RerankerError
+from app.services.common.inputs import NonBlank, Real, Text, When
+from app.services.graph.linking import lane_entities
+from app.services.lifecycle.activation import ActivationParams
+from app.services.ops import metrics
+from app.services.retrieval.diversity import new_turns_first
+from app.services.retrieval.expansion import expand, keyword_text
+from app.services.retrieval.query_dates import QuestionDates, question_dates
+from app.services.runtime import Elephant
+
+log = logging.getLogger(__name__)
+
+Kind = Literal["window", "note", "fact"]
+MIN_EF_SEARCH = 40  # pgvector's default
+
+
+class _Input(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class SearchFilters(_Input):
+    source: Text | list[Text] | None = Field(None, description="Only these sources.")
+    kind: Kind | list[Kind] | None = Field(None, description="window, note and/or fact.")
+    created_after: When | None = None
+    created_before: When | None = None
+    event_after: When | None = Field(None, description="Event date (facts: valid_from).")
+    event_before: When | None = None
+    as_of: When | None = Field(None, description="Only facts valid at this instant.")
+    include_expired: bool = Field(False, description="Also superseded and expired facts.")
+
+    def sources(self) -> list[str] | None:
+        if self.source is None:
+            return None
+        return [self.source] if isinstance(self.source, str) else list(self.source)
+
+    def kinds(self) -> set[str]:
+        if self.kind is None:
+            return {"window", "note", "fact"}
+        return {self.kind} if isinstance(self.kind, str) else set(self.kind)
+
+
+class LaneSizes(_Input):
+    windows: int | None = Field(None, ge=0, le=1000)
+    facts: int | None = Field(None, ge=0, le=1000)
+    keyword: int | None = Field(None, ge=0, le=1000)
+    graph: int | None = Field(None, ge=0, le=1000)
+    preferences: int | None = Field(None, ge=0, le=100)
+
+
+class SearchRequest(_Input):
+    query: NonBlank = Field(max_length=20000)
+    limit: int | None = Field(
+        None, ge=1, le=200, description="1-200 (default search.default_limit)."
+    )
+    filters: SearchFilters = Field(default_factory=SearchFilters)
+    expand: bool | None = Field(None, description="Add query variants (default search.expand).")
+    explain: bool = Field(False, description="Add timings and lane details.")
+    lanes: LaneSizes = Field(default_factory=LaneSizes)
+    recency_weight: Real | None = Field(None, ge=0, le=1)
+    activation_weight: Real | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="Activation prior: what is important and in use ranks higher "
+        "(default lifecycle.search_weight; 0 = off).",
+    )
+    asked_at: When | None = Field(
+        None,
+        description="When the question is asked: relative dates in it (last week) resolve "
+        "against this; default now.",
+    )
+    rerank: bool | None = Field(
+        None, description="Rerank the fused pool with the reranker service (reranker.enabled)."
+    )
+    diversify: bool | None = Field(
+        None,
+        description="Results that only repeat turns shown above them go below those that bring "
+        "new turns (default search.diversify).",
+    )
+    consistency: Consistency = Field(
+        "replica",
+        description="replica: a read replica may answer (database.replica_urls; it can lag "
+        "the primary by up to database.replica_max_lag_s). primary: see every write committed "
+        "so far, e.g. right after your own.",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LaneRanks:
+    """A hit's rank (1 = best) in each lane of the fused statement; None: not found there."""
+
+    windows: int | None
+    facts: int | None
+    keyword: int | None
+    graph: int | None
+    preferences: int | None
+
+
+class HitFields(msgspec.Struct, frozen=True, kw_only=True):
+    """What a hit is, as stored: shared by the hit the service ranks and the one it shows."""
+
+    id: str
+    kind: str
+    text: str
+    source: str | None
+    score: float
+    created_at: datetime
+    event_at: datetime | None
+    valid_to: datetime | None
+    subject: str | None
+    status: str | None
+    memory_id: str | None
+    source_turn_ids: list[str]
+    importance: float
+    ranks: LaneRanks
+
+
+class SearchHitView(HitFields, frozen=True, kw_only=True):
+    """One hit as the API returns it. ``rrf``, ``prior``, ``activation`` and ``variants``
+    only with explain; ``rerank_score`` with explain, or whenever the reranker scored it."""
+
+    rrf: float | UnsetType = UNSET
+    prior: float | UnsetType = UNSET
+    activation: float | UnsetType = UNSET
+    variants: list[int] | UnsetType = UNSET
+    rerank_score: float | UnsetType | None = UNSET
+
+
+class SearchHit(HitFields, frozen=True, kw_only=True):
+    """A ranked hit with its fusion details (the reranker sets ``rerank_score``)."""
+
+    rrf: float
+    prior: float
+    variants: list[int]
+    rerank_score: float | None = None
+    activation: float = 0.0  # 0-1, app/services/lifecycle/activation.py
+
+    def view(self, explain: bool) -> SearchHitView:
+        stored = {name: getattr(self, name) for name in HitFields.__struct_fields__}
+        shown = SearchHitView(**{**stored, "score": round(self.score, 6)})
+        if explain:
+            return msgspec.structs.replace(
+                shown,
+                rrf=round(self.rrf, 6),
+                prior=round(self.prior, 6),
+                activation=round(self.activation, 6),
+                variants=self.variants,
+                rerank_score=self.rerank_score,
+            )
+        if self.rerank_score is not None:
+            return msgspec.structs.replace(shown, rerank_score=self.rerank_score)
+        return shown
+
+
+@dataclass(frozen=True, slots=True)
+class GraphLaneReport:
+    """Entity keys the query names, and their 1-hop neighbours (the graph lane's input)."""
+
+    named: list[str]
+    neighbours: list[str]
+
+
+class RerankReport(msgspec.Struct, frozen=True, kw_only=True):
+    """Whether the reranker reordered the pool: model, pool and time when it did; the
+    reason (and the fallback order) when it did not."""
+
+    used: bool
+    fallback: str | UnsetType = UNSET
+    reason: str | UnsetType = UNSET
+    model: str | UnsetType = UNSET
+    pool: int | UnsetType = UNSET
+    elapsed_ms: float | UnsetType = UNSET
+
+
+@dataclass(frozen=True, slots=True)
+class RecencyPrior:
+    weight: float
+    half_life_days: float
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ActivationPrior:
+    """A hit gained ``weight`` x its activation / (rrf_k + 1); activation decays with this
+    half-life (days, at importance 50; x / ÷ ``importance_factor`` at importance 100 / 0)."""
+
+    weight: float
+    half_life_days: float
+    importance_factor: float
+    access_boost: float
+    on: bool
+
+
+@dataclass(frozen=True, slots=True)
+class DatePrior:
+    """The dates the question names; results dated in [after, before) were lifted by
+    ``weight`` rank-1 hits of one lane."""
+
+    phrases: list[str]
+    after: datetime
+    before: datetime
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTimings:
+    """Milliseconds: embedding the variants, the SQL statement, the whole search."""
+
+    embedding: float
+    sql: float
+    total: float
+
+
+@dataclass(frozen=True, slots=True)
+class SearchExplain:
+    variants: list[str]
+    lanes: dict[str, int]
+    keyword_engine: str
+    graph: GraphLaneReport
+    reranker: RerankReport
+    rrf_k: int
+    diversified: bool
+    pool: int
+    recency_prior: RecencyPrior
+    date_prior: DatePrior | None
+    activation_prior: ActivationPrior
+    timings_ms: SearchTimings
+    # how the dense lanes were served: exact (a scan of the tenant's rows), own (its own
+    # HNSW indexes) or shared (the HNSW graphs every tenant shares)
+    vector_way: str = "exact"
+
+
+class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):
+    """What /search returns; ``explain`` only when asked for."""
+
+    query: str
+    count: int
+    results: list[SearchHitView]
+    explain: SearchExplain | UnsetType = UNSET
+
+
+@dataclass
+class SearchResult:
+    query: str
+    hits: list[SearchHit]
+    variants: list[str]
+    explain: SearchExplain | None = field(default=None)
+
+    def response(self) -> SearchResponse:
+        explaining = self.explain is not None
+        return SearchResponse(
+            query=self.query,
+            count=len(self.hits),
+            results=[hit.view(explaining) for hit in self.hits],
+            explain=UNSET if self.explain is None else self.explain,
+        )
+
+
+@cache
+def statement(engine: str, own_indexes_of: str | None = None) -> str:
+    """sql/hybrid_search.sql with its slots filled: the filters (sql/memory_filters.sql,
+    sql/fact_filters.sql) and the keyword lane of ``engine`` ("bm25" or "tsvector").
+
+    ``own_indexes_of``: a tenant with HNSW indexes of its own, written in as a literal
+    (a validated tenant id: letters, digits, '_' and '-') so that the planner proves
+    their ``WHERE tenant_id = '<tenant>'`` and walks them; a parameter cannot be proved.
+    One statement text per such tenant (a few big ones), each prepared once."""
+    lane = "keyword_bm25.sql" if engine == "bm25" else "keyword_tsvector.sql"
+    text = load_statement("hybrid_search.sql", keyword_lane=lane)
+    return text if own_indexes_of is None else naming_tenant(text, own_indexes_of)
+
+
+def keyword_engine(elephant: Elephant, conn: Connection | None = None) -> str:
+    """bm25 or tsvector. Never bm25 on a replica: pg_textsearch keeps its corpus statistics
+    and fresh postings outside the WAL, so on a standby its index finds nothing; nor while
+    its probe says it misses rows (app/db/keyword_index.py) until it is rebuilt."""
+    wanted = elephant.settings.search.keyword_engine
+    available = bool(elephant.db.capabilities and elephant.db.capabilities.textsearch)
+    available = available and elephant.db.keyword.trusted
+    if conn is not None and elephant.db.replica_of(conn) is not None:
+        available = False
+    if wanted == "bm25" or (wanted == "auto" and available):
+        return "bm25" if available else "tsvector"
+    return "tsvector"
+
+
+def _paraphrases(elephant: Elephant, tenant: str, query: str) -> list[str]:
+    """LLM paraphrases of the query; the usage is queued for the primary (a search may
+    run on a read-only replica)."""
+    if elephant.llm is None:
+        return []
+    try:
+        result = elephant.llm.complete_json(
+            system=paraphrase_prompt.SYSTEM,
+            prompt=paraphrase_prompt.build_prompt(query),
+            schema=paraphrase_prompt.Paraphrases,
+            max_tokens=300,
+        )
+    except LLMError as exc:
+        elephant.access.usage(tenant, "paraphrase", exc.usage, ok=False, error=exc.message)
+        return []
+    elephant.access.usage(tenant, "paraphrase", result.usage, ok=True)
+    return result.value.paraphrases
+
+
+CHARS_PER_TOKEN = 4  # English text in a WordPiece/BPE vocabulary, roughly
+
+LANE_KEYS = ("windows", "facts", "keyword_memories", "keyword_facts", "graph", "preferences")
+
+
+def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
+    defaults = elephant.settings.search
+    kinds = request.filters.kinds()
+    memory_kinds = kinds & {"window", "note"}
+    windows = defaults.windows if request.lanes.windows is None else request.lanes.windows
+    facts = defaults.facts if request.lanes.facts is None else request.lanes.facts
+    keyword = defaults.keyword if request.lanes.keyword is None else request.lanes.keyword
+    graph = defaults.graph if request.lanes.graph is None else request.lanes.graph
+    preferences = (
+        defaults.preferences if request.lanes.preferences is None else request.lanes.preferences
+    )
+    return {
+        "windows": windows if memory_kinds else 0,
+        "facts": facts if "fact" in kinds else 0,
+        "keyword_memories": keyword if memory_kinds else 0,
+        "keyword_facts": keyword if "fact" in kinds else 0,
+        "graph": graph if "fact" in kinds else 0,
+        "preferences": preferences if "fact" in kinds else 0,
+    }
+
+
+def _vector_version(elephant: Elephant) -> tuple[int, ...]:
+    caps = elephant.db.capabilities
+    version = caps.installed.get("vector", "0") if caps else "0"
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def search(
+    elephant: Elephant, tenant: str, request: SearchRequest, *, record_access: bool = True
+) -> SearchResult:
+    """Read-only, on a replica when ``request.consistency`` allows; a replica that fails
+    under the search (connection lost, recovery conflict) costs a second run on the
+    primary, never the answer."""
+    try:
+        return _search(elephant, tenant, request, record_access, request.consistency)
+    except ReplicaUnavailable as exc:
+        log.warning("search failed on a read replica, running it on the primary: %s", exc)
+        return _search(elephant, tenant, request, record_access, "primary")
+
+
+def _search(
+    elephant: Elephant,
+    tenant: str,
+    request: SearchRequest,
+    record_access: bool,
+    consistency: Consistency,
+) -> SearchResult:
+    started = time.perf_counter()
+    settings = elephant.settings.search
+    with elephant.db.reading(tenant, consistency) as conn:
+        engine = keyword_engine(elephant, conn)
+        variants = [request.query]
+        if settings.expand if request.expand is None else request.expand:
+            names = elephant.names.get(conn, tenant)
+            variants = expand(request.query, names, max_variants=settings.max_variants)
+            for paraphrase in _paraphrases(elephant, tenant, request.query):
+                if len(variants) < settings.max_variants and paraphrase not in variants:
+                    variants.append(paraphrase)
+        embed_started = time.perf_counter()
+        vectors = elephant.embedder.embed_queries(variants)
+        embed_ms = (time.perf_counter() - embed_started) * 1000
+        limit = request.limit or settings.default_limit
+        reranking = elephant.reranker is not None and (
+            elephant.settings.reranker.enabled if request.rerank is None else request.rerank
+        )
+        diversifying = settings.diversify if request.diversify is None else request.diversify
+        pool = min(200, limit * settings.diversity_pool) if diversifying else limit
+        if reranking:
+            pool = max(pool, elephant.settings.reranker.pool)
+        named: list[str] = []
+        neighbours: list[str] = []
+        if _lane_sizes(elephant, request)["graph"] > 0:
+            named, neighbours = lane_entities(elephant, conn, tenant, request.query)
+        dates = _question_dates(request, settings.date_weight)
+        params = statement_params(
+            elephant,
+            request,
+            variants,
+            vectors,
+            engine,
+            pool,
+            tenant=tenant,
+            way=elephant.vector_ways.get(conn, tenant),
+            graph=(named, neighbours),
+            dates=dates,
+        )
+        lanes = {key: params[key] for key in LANE_KEYS}
+        prepare(conn, elephant, max(lanes["windows"], lanes["facts"]), params["way"])
+        sql_started = time.perf_counter()
+        rows = run_statement(conn, engine, params)
+        sql_ms = (time.perf_counter() - sql_started) * 1000
+    hits = [_hit(row) for row in rows]
+    rerank_report = RerankReport(used=False, reason="off")
+    if reranking and hits:
+        hits, rerank_report = _rerank(elephant, request.query, hits)
+    if diversifying:
+        hits = new_turns_first(hits, lambda hit: hit.source_turn_ids)
+    hits = hits[:limit]
+    if record_access:
+        record_hits(elephant, tenant, hits)
+    result = SearchResult(query=request.query, hits=hits, variants=variants)
+    rerank_ms = rerank_report.elapsed_ms if isinstance(rerank_report.elapsed_ms, float) else None
+    metrics.record_search(len(variants), embed_ms, sql_ms, rerank_ms, started)
+    if request.explain:
+        result.explain = SearchExplain(
+            variants=variants,
+            lanes=lanes,
+            keyword_engine=engine,
+            vector_way=params["way"],
+            graph=GraphLaneReport(named=named, neighbours=neighbours),
+            reranker=rerank_report,
+            rrf_k=settings.rrf_k,
+            diversified=diversifying,
+            pool=pool,
+            recency_prior=RecencyPrior(
+                weight=params["recency_weight"],
+                half_life_days=settings.half_life_days,
+                on=params["recency_weight"] > 0,
+            ),
+            date_prior=None
+            if dates is None
+            else DatePrior(dates.phrases, dates.after, dates.before, settings.date_weight),
+            activation_prior=ActivationPrior(
+                weight=params["activation_weight"],
+                half_life_days=params["activation_half_life_days"],
+                importance_factor=params["activation_importance_factor"],
+                access_boost=params["activation_access_boost"],
+                on=params["activation_weight"] > 0,
+            ),
+            timings_ms=SearchTimings(
+                embedding=round(embed_ms, 2),
+                sql=round(sql_ms, 2),
+                total=round((time.perf_counter() - started) * 1000, 2),
+            ),
+        )
+    return result
+
+
+def _question_dates(request: SearchRequest, weight: float) -> QuestionDates | None:
+    """The span the question names, when the date prior is on (weight > 0)."""
+    return question_dates(request.query, request.asked_at) if weight else None
+
+
+def statement_params(
+    elephant: Elephant,
+    request: SearchRequest,
+    variants: list[str],
+    vectors: Any,
+    engine: str,
+    result_limit: int | None = None,
+    *,
+    tenant: str,
+    way: Way = "exact",
+    graph: tuple[list[str], list[str]] = ([], []),
+    dates: QuestionDates | Literal["from request"] | None = "from request",
+) -> dict[str, Any]:
+    """Every parameter of sql/hybrid_search.sql for this request.
+
+    ``way``: how the tenant's dense lanes are served (app/db/tenant_indexes.py); exact
+    is right for any tenant, only slower for a big one. ``graph``: the entity keys the
+    query names and their 1-hop neighbours. ``dates``:
+    the span the question names, if the caller has read it already (search() does, for
+    its explain), else read here.
+    """
+    settings = elephant.settings.search
+    lanes = _lane_sizes(elephant, request)
+    named, neighbours = graph
+    if not neighbours:
+        lanes["graph"] = 0  # no neighbour of a named entity: the lane has nothing to add
+    filters = request.filters
+    memory_kinds = sorted(filters.kinds() & {"window", "note"})
+    if dates == "from request":
+        dates = _question_dates(request, settings.date_weight)
+    return {
+        "tenant": tenant,
+        "exact": way == "exact",
+        "way": way,  # not a statement parameter: run_statement picks the text by it
+        "vectors": list(vectors),
+        "texts": variants if engine == "bm25" else [keyword_text(v) for v in variants],
+        **lanes,
+        "rrf_k": settings.rrf_k,
+        "variant_weights": [1.0] + [settings.variant_weight] * (len(variants) - 1),
+        "windows_weight": settings.windows_weight,
+        "passage_share": settings.passage_share,
+        # at most the lane's size: a windows lane of size 0 stays off
+        "passage_candidates": min(settings.passage_candidates, lanes["windows"]),
+        "seen_chars": elephant.settings.embedding.max_length * CHARS_PER_TOKEN,
+        "facts_weight": settings.facts_weight,
+        "keyword_weight": settings.keyword_weight,
+        "graph_weight": settings.graph_weight,
+        "preference_weight": settings.preference_weight,
+        "preference_min_similarity": settings.preference_min_similarity,
+        "graph_named": named,
+        "graph_neighbours": neighbours,
+        "result_limit": result_limit or request.limit or settings.default_limit,
+        "sources": filters.sources(),
+        "memory_kinds": None if len(memory_kinds) == 2 else memory_kinds,
+        "created_after": filters.created_after,
+        "created_before": filters.created_before,
+        "event_after": filters.event_after,
+        "event_before": filters.event_before,
+        "as_of": filters.as_of,
+        "include_expired": filters.include_expired,
+        "recency_weight": (
+            settings.recency_weight if request.recency_weight is None else request.recency_weight
+        ),
+        "half_life_days": settings.half_life_days,
+        "date_after": dates.after if dates else None,
+        "date_before": dates.before if dates else None,
+        "date_weight": settings.date_weight,
+        "assistant_fact_weight": settings.assistant_fact_weight,
+        "fact_support": settings.fact_support,
+        "activation_weight": (
+            elephant.settings.lifecycle.search_weight
+            if request.activation_weight is None
+            else request.activation_weight
+        ),
+        **ActivationParams.of(elephant.settings.lifecycle).sql_args(),
+    }
+
+
+def prepare(conn: Connection, elephant: Elephant, largest_lane: int, way: Way = "exact") -> None:
+    """Transaction-local planner settings every lane depends on (see the module docstring),
+    in one round trip. With search.generic_plan the statement is planned once per
+    connection (a server-side prepared statement with a generic plan): every lane is an
+    ordered index scan whatever the parameter values, and planning was ~2.4 ms of each
+    search at 100k memories. Not for a tenant on its own indexes: its statement names
+    the tenant, whose statistics (half a table, say) make the generic plan's estimates
+    of every parameterised LIMIT huge; measured at 100k, idle: 49-66 ms generic against
+    20.5 ms executing + 19 ms planning custom."""
+    iterative = "strict_order" if _vector_version(elephant) >= (0, 8) else "off"
+    generic = elephant.settings.search.generic_plan and way != "own"
+    plan_mode = "force_generic_plan" if generic else "auto"
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('enable_sort', 'off', true),"
+        " set_config('plan_cache_mode', %s, true)"
+        + (", set_config('hnsw.iterative_scan', %s, true)" if iterative != "off" else ""),
+        (str(max(MIN_EF_SEARCH, largest_lane)), plan_mode)
+        + ((iterative,) if iterative != "off" else ()),
+    )
+
+
+def run_statement(conn: Connection, engine: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """The search statement as a server-side prepared statement (psycopg keeps one per
+    connection and statement text), so prepare()'s plan mode applies to it."""
+    own = params["tenant"] if params.get("way") == "own" else None
+    return conn.execute(statement(engine, own), params, prepare=True).fetchall()
+
+
+def _hit(row: tuple[Any, ...]) -> SearchHit:
+    (
+        kind,
+        id_,
+        text,
+        source,
+        created_at,
+        event_at,
+        valid_to,
+        subject,
+        status,
+        memory_id,
+        source_turn_ids,
+        importance,
+        score,
+        rrf,
+        prior,
+        windows_rank,
+        facts_rank,
+        keyword_rank,
+        graph_rank,
+        preferences_rank,
+        variants,
+        activation,
+    ) = row
+    return SearchHit(
+        id=str(id_),
+        kind=kind,
+        text=text,
+        source=source,
+        score=float(score),
+        created_at=created_at,
+        event_at=event_at,
+        valid_to=valid_to,
+        subject=subject,
+        status=status,
+        memory_id=str(memory_id) if memory_id else None,
+        source_turn_ids=list(source_turn_ids or []),
+        importance=float(importance),
+        ranks=LaneRanks(
+            windows=windows_rank,
+            facts=facts_rank,
+            keyword=keyword_rank,
+            graph=graph_rank,
+            preferences=preferences_rank,
+        ),
+        rrf=float(rrf),
+        prior=float(prior),
+        variants=sorted(int(v) for v in variants),
+        activation=float(activation),
+    )
+
+
+def rerank_document(hit: SearchHit) -> str:
+    """What the reranker reads: the date and source give it temporal and provenance cues."""
+    when = hit.event_at or hit.created_at
+    return f"[{when:%Y-%m-%d}] ({hit.source or hit.kind}) {hit.text}"
+
+
+def _rerank(
+    elephant: Elephant, query: str, hits: list[SearchHit]
+) -> tuple[list[SearchHit], RerankReport]:
+    """Reorder the fused pool; on any reranker failure keep the fused order and say why."""
+    assert elephant.reranker is not None
+    try:
+        reranked = elephant.reranker.rerank(query, [rerank_document(hit) for hit in hits])
+    except RerankerError as exc:
+        return hits, RerankReport(used=False, fallback="fused order", reason=exc.message)
+    ordered = [
+        msgspec.structs.replace(hits[index], rerank_score=score) for index, score in reranked.order
+    ]
+    report = RerankReport(
+        used=True, model=reranked.model, pool=len(hits), elapsed_ms=round(reranked.elapsed_ms, 2)
+    )
+    return ordered, report
+
+
+def record_hits(elephant: Elephant, tenant: str, hits: list[SearchHit]) -> None:
+    elephant.access.record(
+        tenant,
+        [hit.id for hit in hits if hit.kind != "fact"],
+        [hit.id for hit in hits if hit.kind == "fact"],
+    )
