@@ -1,4 +1,4 @@
--- Access statistics of one tenant, a batch at a time (app/services/access.py): the uses
+-- Access statistics of one tenant, a batch at a time (app/services/retrieval/access_stats.py): the uses
 -- the API saw since its last batch, added to access_stats. A search itself writes
 -- nothing: the memories and facts rows, and so their vector, BM25 and GIN indexes, are
 -- never touched. Items erased since they were used are skipped.

@@ -5,7 +5,7 @@
   columns `access_count` and `last_accessed_at` of `memories` and `facts`: updating those
   re-inserted the wide row into every index that covers it (HNSW, BM25, GIN), so results
   drifted and indexes bloated with every search. The API aggregates uses in memory and
-  upserts them here in batches (app/services/access.py).
+  upserts them here in batches (app/services/retrieval/access_stats.py).
 - Deleting memories or facts deletes their statistics (a statement trigger each);
   deleting a tenant cascades.
 - Today's counts move into the table; the downgrade moves them back.
