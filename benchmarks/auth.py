@@ -29,7 +29,8 @@ import uvicorn
 from app.api import create_app
 from app.config import Settings
 from app.db import Database
-from app.services.access.auth import TENANT_HEADER, authenticate
+from app.protocol import TENANT_HEADER
+from app.services.access.auth import authenticate
 from app.services.access.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 

@@ -38,8 +38,8 @@ from schemathesis.engine import events, from_schema
 from app.api import create_app
 from app.config import EmbeddingSettings, Settings
 from app.db import Database
+from app.protocol import TENANT_HEADER
 from app.providers.embedder import LocalEmbedder
-from app.services.access.auth import TENANT_HEADER
 from app.services.access.keys import KeyIn, create_key
 from app.services.runtime import Elephant
 

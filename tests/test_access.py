@@ -22,6 +22,7 @@ from app.db import Database
 from app.services.access import audit
 from app.services.access.keys import KeyIn, create_key, list_keys, revoke_key
 from app.services.runtime import Elephant
+from app.web.route_access import route_access
 from tests.conftest import count_rows, make_settings
 
 Client = TestClient  # type: ignore[type-arg]
@@ -182,8 +183,9 @@ def test_the_matrix_lists_every_route(settings: Settings, elephant: Elephant) ->
     routes = set()
     for route in app.routes:
         for handler in getattr(route, "route_handlers", []):
-            scope = handler.opt.get("scope")
-            if scope in ("public", "mcp") or handler.opt.get("console"):
+            access = route_access(handler)
+            assert access is not None
+            if not access.checks_caller or access.console:
                 continue  # console pages: tests/test_console_access.py has their matrix
             for method in handler.http_methods:
                 path = route.path.replace("{prefix:str}", "0" * 12)
@@ -536,10 +538,10 @@ def test_the_app_role_cannot_read_keys_or_the_audit_log(db: Database) -> None:
 def test_routes_without_a_scope_are_refused_at_start(
     settings: Settings, elephant: Elephant
 ) -> None:
-    from app.api.access import check_route_scopes
+    from app.web.route_access import READ, check_route_access
 
     with pytest.raises(RuntimeError, match="/forgotten"):
-        check_route_scopes([("/ok", {"scope": "read"}), ("/forgotten", {})])
+        check_route_access([("/ok", READ.opt), ("/forgotten", {"scope": "read"})])
 
 
 def test_the_default_is_keys_and_make_serve_is_local() -> None:

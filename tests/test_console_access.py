@@ -16,6 +16,7 @@ from app.api import create_app
 from app.config import Settings
 from app.services.access.keys import revoke_key
 from app.services.runtime import Elephant
+from app.web.route_access import route_access
 from tests.conftest import make_settings, serve_in_thread
 from tests.console_support import (
     ConsoleSite,
@@ -227,11 +228,12 @@ def _console_routes(settings: Settings, elephant: Elephant) -> list[tuple[str, s
     found = []
     for route in create_app(settings, elephant).routes:
         for handler in getattr(route, "route_handlers", []):
-            if not handler.opt.get("console") or handler.opt["scope"] == "public":
+            access = route_access(handler)
+            if access is None or not access.console or access.scope == "public":
                 continue
             path = route.path.replace("{tenant_id:str}", "console")
             path = re.sub(r"\{\w+:(\w+)\}", lambda m: samples[m.group(1)], path)
-            found.extend((method, path, handler.opt["scope"]) for method in handler.http_methods)
+            found.extend((method, path, access.scope) for method in handler.http_methods)
     return sorted(found)
 
 

@@ -1,9 +1,9 @@
 """The import graph of ``app`` flows one way: no cycles, and each layer imports only below it.
 
 Layers, top to bottom: cli → api (with the web console) → mcp → web → services (with prompts) → providers / db →
-config → errors → the package root (its version). Every import counts, wherever it
-stands: at module level, under ``if TYPE_CHECKING:`` or inside a function, so a cycle
-cannot come back hidden in a function body.
+logs → config → errors (with protocol, names on the wire) → the package root (its version).
+Every import counts, wherever it stands: at module level, under ``if TYPE_CHECKING:`` or
+inside a function, so a cycle cannot come back hidden in a function body.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli", "cli_maintain", "cli_transfer"),
     ("cli_support",),
-    ("api", "console"),  # the app mounts the console; console pages use api.access
+    ("api", "console"),  # the app mounts the console; both declare their routes' access in web
     ("mcp",),
     ("web",),  # what every HTTP door shares: rate limits, bearer tokens, route access
     ("services", "prompts"),
     ("providers", "db"),
     ("logs",),
     ("config",),
-    ("errors",),
+    ("errors", "protocol"),  # protocol: names on the wire the server and its clients share
     ("",),  # app/__init__.py
 )
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}

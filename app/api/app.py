@@ -15,7 +15,6 @@ from litestar.routes import HTTPRoute
 from litestar.types import BeforeMessageSendHookHandler, ControllerRouterHandler
 
 from app import __version__
-from app.api.access import PUBLIC, AccessMiddleware, check_route_scopes
 from app.api.conversations import ConversationsController
 from app.api.deps import REQUEST_DEPENDENCIES
 from app.api.error_shape import ErrorShape
@@ -35,9 +34,11 @@ from app.api.tenant import TenantController
 from app.api.usage import UsageController
 from app.config import Settings
 from app.db import Database
-from app.services.access.auth import TENANT_HEADER
+from app.protocol import TENANT_HEADER
 from app.services.jobs.worker import start_worker
 from app.services.runtime import Elephant
+from app.web.access import AccessMiddleware
+from app.web.route_access import PUBLIC, check_route_access, route_access
 
 OPENAPI_PATH = "/schema"
 
@@ -160,10 +161,10 @@ def create_app(
             route.route_handlers if isinstance(route, HTTPRoute) else [route.route_handler]
         ):
             implicit_options = set(getattr(handler, "http_methods", ())) == {"OPTIONS"}
-            if "scope" not in handler.opt and (
+            if route_access(handler) is None and (
                 implicit_options or route.path.startswith(OPENAPI_PATH)
             ):
-                handler.opt.update(PUBLIC)  # the API description, or which methods a path has
+                handler.opt.update(PUBLIC.opt)  # the API description, or which methods a path has
             handlers.append((route.path, handler.opt))
-    check_route_scopes(handlers)
+    check_route_access(handlers)
     return app

@@ -12,10 +12,10 @@ from litestar import Controller, get
 from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 
-from app.api.access import READ
 from app.api.params import Cursor, PageLimit
 from app.services.memory import transcripts
 from app.services.runtime import Elephant
+from app.web.route_access import READ
 
 Source = Annotated[
     str | None, Parameter(min_length=1, max_length=100, description="Only this source.")
@@ -36,7 +36,7 @@ class ConversationsController(Controller):
     @get(
         "/conversations",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="Conversations, newest first, paged",
     )
     def list_conversations(
@@ -54,7 +54,7 @@ class ConversationsController(Controller):
     @get(
         "/conversations/{conversation_id:str}",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="One conversation: every turn, its windows with the gate's decisions, handoffs",
     )
     def get_conversation(
@@ -65,7 +65,7 @@ class ConversationsController(Controller):
     ) -> transcripts.Transcript:
         return transcripts.get_transcript(elephant, tenant, conversation_id)
 
-    @get("/handoffs", sync_to_thread=True, opt=READ, summary="Session handoffs, newest first")
+    @get("/handoffs", sync_to_thread=True, opt=READ.opt, summary="Session handoffs, newest first")
     def list_handoffs(
         self,
         tenant: NamedDependency[str],

@@ -8,9 +8,9 @@ from typing import Any
 from litestar import Request
 from litestar.di import Provide
 
-from app.api.access import Access
 from app.errors import Forbidden
 from app.services.access.auth import Principal
+from app.web.access import Access
 
 
 def provide_access(request: Request[Any, Any, Any]) -> Access:

@@ -11,7 +11,6 @@ from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, QueryParameter
 
-from app.api.access import ADMIN, READ, WRITE
 from app.api.params import Cursor, DeprecatedQ, QueryText, one_query
 from app.services.graph import operations as ops
 from app.services.graph import reads
@@ -40,6 +39,7 @@ from app.services.graph.models import (
     RevisionResult,
 )
 from app.services.runtime import Elephant
+from app.web.route_access import ADMIN, READ, WRITE
 
 Limit = Annotated[int, Parameter(ge=1, le=reads.MAX_LIMIT, description="1-200.")]
 
@@ -53,7 +53,7 @@ class GraphController(Controller):
     @post(
         "/record",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         summary="Entities, relations, observations: all or none",
     )
     def record(
@@ -67,7 +67,7 @@ class GraphController(Controller):
     @post(
         "/decisions",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         summary="A decision with its reason and each rejected alternative",
     )
     def record_decision(
@@ -81,7 +81,7 @@ class GraphController(Controller):
     @post(
         "/revise",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         status_code=200,
         summary="Invalidate what is no longer true and link its replacement (supersedes)",
     )
@@ -96,7 +96,7 @@ class GraphController(Controller):
     @post(
         "/entities",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         summary="Create entities (existing ones are merged)",
     )
     def create_entities(
@@ -107,7 +107,7 @@ class GraphController(Controller):
     ) -> RecordResult:
         return ops.create_entities(elephant, tenant, data.entities)
 
-    @post("/relations", sync_to_thread=True, opt=WRITE, summary="Relate existing entities")
+    @post("/relations", sync_to_thread=True, opt=WRITE.opt, summary="Relate existing entities")
     def create_relations(
         self,
         tenant: NamedDependency[str],
@@ -119,7 +119,7 @@ class GraphController(Controller):
     @post(
         "/observations",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         summary="Add observations to existing entities",
     )
     def add_observations(
@@ -133,7 +133,7 @@ class GraphController(Controller):
     @post(
         "/observations/invalidate",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         status_code=200,
         summary="Mark observations no longer true (kept, hidden from reads)",
     )
@@ -150,7 +150,7 @@ class GraphController(Controller):
     @post(
         "/entities/delete",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         status_code=200,
         summary="Delete entities with their relations and observations",
     )
@@ -165,7 +165,7 @@ class GraphController(Controller):
     @post(
         "/relations/invalidate",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         status_code=200,
         summary="Relations no longer true: valid_to set, edges kept",
     )
@@ -180,7 +180,7 @@ class GraphController(Controller):
     @post(
         "/observations/delete",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         status_code=200,
         summary="Delete observations (prefer invalidate)",
     )
@@ -195,7 +195,7 @@ class GraphController(Controller):
     @post(
         "/relations/delete",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         status_code=200,
         summary="Delete relations",
     )
@@ -209,7 +209,7 @@ class GraphController(Controller):
 
     # ------------------------------------------------------------ reads
 
-    @get("/search", sync_to_thread=True, opt=READ, summary="Entities matching a query, bounded")
+    @get("/search", sync_to_thread=True, opt=READ.opt, summary="Entities matching a query, bounded")
     def search_nodes(
         self,
         tenant: NamedDependency[str],
@@ -236,7 +236,7 @@ class GraphController(Controller):
     @post(
         "/open",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         status_code=200,
         summary="Named entities with their relations and active observations",
     )
@@ -248,7 +248,12 @@ class GraphController(Controller):
     ) -> OpenedNodes:
         return reads.open_nodes(elephant, tenant, data.names, as_of=data.as_of)
 
-    @get("/entities", sync_to_thread=True, opt=READ, summary="One page of the graph, in name order")
+    @get(
+        "/entities",
+        sync_to_thread=True,
+        opt=READ.opt,
+        summary="One page of the graph, in name order",
+    )
     def read_graph(
         self,
         tenant: NamedDependency[str],
@@ -270,7 +275,7 @@ class GraphController(Controller):
     @get(
         "/",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="Nodes and edges around the entities a query names",
     )
     def neighbourhood(

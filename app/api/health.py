@@ -6,9 +6,9 @@ from litestar import Controller, Response, get
 from litestar.di import NamedDependency
 from litestar.openapi import ResponseSpec
 
-from app.api.access import PUBLIC
 from app.db import Database
 from app.services.ops.health import HealthReport, health
+from app.web.route_access import PUBLIC
 
 
 class HealthController(Controller):
@@ -17,7 +17,7 @@ class HealthController(Controller):
 
     @get(
         sync_to_thread=True,
-        opt=PUBLIC,
+        opt=PUBLIC.opt,
         summary="Database reachability, versions, schema and model",
         responses={503: ResponseSpec(HealthReport, description="The database is unreachable")},
     )

@@ -8,13 +8,14 @@ from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
-from app.api.access import ADMIN, Access
 from app.api.params import Cursor, PageLimit
 from app.errors import Forbidden
 from app.services.access import audit, keys
 from app.services.access.audit import AuditLog
 from app.services.access.keys import CreatedKey, KeyIn, KeyInfo, KeyList
 from app.services.runtime import Elephant
+from app.web.access import Access
+from app.web.route_access import ADMIN
 
 AuditLimit = Annotated[
     int, Parameter(ge=1, le=audit.MAX_LIMIT, description=f"1-{audit.MAX_LIMIT} per page.")
@@ -25,7 +26,7 @@ MAX_OFFSET = 1_000_000  # beyond bigint an OFFSET is a database error, beyond th
 class KeysController(Controller):
     tags = ["access"]
 
-    @post("/keys", sync_to_thread=True, opt=ADMIN, summary="Create an API key (shown once)")
+    @post("/keys", sync_to_thread=True, opt=ADMIN.opt, summary="Create an API key (shown once)")
     def create_key(
         self,
         access: NamedDependency[Access],
@@ -36,7 +37,7 @@ class KeysController(Controller):
         keys.check_grant(principal, data)
         return keys.create_key(elephant.db, data, created_by=principal.prefix or principal.name)
 
-    @get("/keys", sync_to_thread=True, opt=ADMIN, summary="API keys of this tenant, paged")
+    @get("/keys", sync_to_thread=True, opt=ADMIN.opt, summary="API keys of this tenant, paged")
     def list_keys(
         self,
         access: NamedDependency[Access],
@@ -60,7 +61,7 @@ class KeysController(Controller):
     @post(
         "/keys/{prefix:str}/revoke",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         status_code=200,
         summary="Revoke an API key",
     )
@@ -78,7 +79,7 @@ class KeysController(Controller):
             revoked_by=access.principal.prefix or access.principal.name,
         )
 
-    @get("/audit", sync_to_thread=True, opt=ADMIN, summary="Audit log, newest first, paged")
+    @get("/audit", sync_to_thread=True, opt=ADMIN.opt, summary="Audit log, newest first, paged")
     def audit_log(
         self,
         access: NamedDependency[Access],

@@ -17,10 +17,10 @@ from litestar.handlers import ASGIRouteHandler
 from litestar.types import Message, Receive, ReceiveMessage, Scope, Send
 
 from app import logs
-from app.api.access import MCP
 from app.config import Settings
 from app.mcp.http import build_http_server, http_app
 from app.services.runtime import Elephant
+from app.web.route_access import MCP
 
 MOUNT_PATH = "/mcp"
 # Bodies past this size are not parsed for their method (the tool still runs).
@@ -33,7 +33,7 @@ def mcp_mount(
     """(the /mcp route handler, the lifespan that runs fastmcp's session manager)."""
     app = http_app(build_http_server(settings, get_elephant), path="/")
 
-    @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, opt=MCP)
+    @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, opt=MCP.opt)
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":
             await app(scope, receive, send)  # type: ignore[arg-type]

@@ -10,7 +10,6 @@ from litestar.openapi import ResponseSpec
 from litestar.params import JSONBody, Parameter, PathParameter
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.access import ADMIN, READ, WRITE
 from app.api.params import Cursor, PageLimit
 from app.services.access.auth import Principal
 from app.services.common.inputs import Real
@@ -31,6 +30,7 @@ from app.services.memory.commit import (
 )
 from app.services.memory.feedback import FeedbackIn, FeedbackResult, give_feedback
 from app.services.runtime import Elephant
+from app.web.route_access import ADMIN, READ, WRITE
 
 Wait = Annotated[bool, Parameter(description="Run fact extraction now and return when it is done.")]
 
@@ -49,7 +49,7 @@ class MemoryController(Controller):
     @post(
         "/commit",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         summary="Store a note (gated, deduplicated)",
         responses={
             200: ResponseSpec(NoteResponse, description="Not stored: a duplicate, or rejected")
@@ -68,7 +68,7 @@ class MemoryController(Controller):
     @post(
         "/commit_conversation",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         summary="Store a conversation: raw turns plus gated, overlapping windows",
     )
     def commit_conversation(
@@ -83,7 +83,7 @@ class MemoryController(Controller):
     @post(
         "/feedback",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         status_code=200,
         summary="Mark a memory or fact",
     )
@@ -95,7 +95,12 @@ class MemoryController(Controller):
     ) -> FeedbackResult:
         return give_feedback(elephant, tenant, data)
 
-    @get("/amac/metrics", sync_to_thread=True, opt=READ, summary="Admission gate counts and scores")
+    @get(
+        "/amac/metrics",
+        sync_to_thread=True,
+        opt=READ.opt,
+        summary="Admission gate counts and scores",
+    )
     def amac_metrics(
         self,
         tenant: NamedDependency[str],
@@ -107,7 +112,7 @@ class MemoryController(Controller):
     @get(
         "/amac/decisions",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="Gate decisions, newest first, paged; a rejected note's whole text included",
     )
     def amac_decisions(
@@ -134,7 +139,7 @@ class MemoryController(Controller):
     @post(
         "/amac/decisions/{decision_id:int}/admit",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         summary="Store a rejected note after all (forced; once: 409 when already admitted)",
         responses={
             200: ResponseSpec(
@@ -155,7 +160,7 @@ class MemoryController(Controller):
     @put(
         "/amac/threshold",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         summary="Set this tenant's gate threshold",
     )
     def amac_threshold(
@@ -169,7 +174,7 @@ class MemoryController(Controller):
     @get(
         "/contradictions",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="Detected contradictions, newest first, paged",
     )
     def contradictions(
@@ -184,7 +189,7 @@ class MemoryController(Controller):
     @get(
         "/jobs",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         summary="The tenant's background jobs (failures stay), newest first, paged",
     )
     def jobs(

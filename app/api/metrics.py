@@ -18,10 +18,10 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.middleware import ASGIMiddleware
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.access import ADMIN_UNAUDITED, PUBLIC
 from app.config import Settings
 from app.services.ops import metrics
 from app.services.runtime import Elephant
+from app.web.route_access import ADMIN_UNAUDITED, PUBLIC
 
 METRICS_PATH = "/metrics"
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -37,7 +37,7 @@ def metrics_route(
 
     @get(
         METRICS_PATH,
-        opt=PUBLIC if settings.metrics.public else ADMIN_UNAUDITED,
+        opt=(PUBLIC if settings.metrics.public else ADMIN_UNAUDITED).opt,
         include_in_schema=False,
         sync_to_thread=True,
     )

@@ -11,7 +11,6 @@ from litestar import Controller, delete, get, patch, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
-from app.api.access import ADMIN, READ, WRITE
 from app.api.params import Cursor
 from app.services.access.auth import Principal
 from app.services.access.erasure import EraseIn, ErasureReport, erase
@@ -19,6 +18,7 @@ from app.services.common.inputs import parse_instant
 from app.services.facts import history as fact_history
 from app.services.memory import records
 from app.services.runtime import Elephant
+from app.web.route_access import ADMIN, READ, WRITE
 
 Limit = Annotated[int, Parameter(ge=1, le=records.MAX_LIMIT, description="1-200 per page.")]
 Offset = Annotated[
@@ -35,7 +35,7 @@ class RecordsController(Controller):
     @post(
         "/erase",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         status_code=200,
         summary="Erase a subject, conversation, source, rows or the whole tenant (dry_run first)",
     )
@@ -50,7 +50,7 @@ class RecordsController(Controller):
 
     # ------------------------------------------------------------ memories
 
-    @get("/memories", sync_to_thread=True, opt=READ, summary="Memories, newest first, paged")
+    @get("/memories", sync_to_thread=True, opt=READ.opt, summary="Memories, newest first, paged")
     def list_memories(
         self,
         tenant: NamedDependency[str],
@@ -78,7 +78,7 @@ class RecordsController(Controller):
     @get(
         "/memories/{memory_id:uuid}",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="One memory with its facts count",
     )
     def get_memory(
@@ -92,7 +92,7 @@ class RecordsController(Controller):
     @patch(
         "/memories/{memory_id:uuid}",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         summary="Change a memory's importance, source or metadata (its text is evidence: "
         "commit a correction instead)",
     )
@@ -108,7 +108,7 @@ class RecordsController(Controller):
     @delete(
         "/memories/{memory_id:uuid}",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         status_code=200,
         summary="Delete a memory and what was derived from it; returns the erasure report",
     )
@@ -123,7 +123,7 @@ class RecordsController(Controller):
 
     # ------------------------------------------------------------ facts
 
-    @get("/facts", sync_to_thread=True, opt=READ, summary="Facts, newest first, paged")
+    @get("/facts", sync_to_thread=True, opt=READ.opt, summary="Facts, newest first, paged")
     def list_facts(
         self,
         tenant: NamedDependency[str],
@@ -166,7 +166,7 @@ class RecordsController(Controller):
             cursor=cursor,
         )
 
-    @get("/facts/{fact_id:uuid}", sync_to_thread=True, opt=READ, summary="One fact")
+    @get("/facts/{fact_id:uuid}", sync_to_thread=True, opt=READ.opt, summary="One fact")
     def get_fact(
         self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant], fact_id: FactId
     ) -> records.FactRecord:
@@ -175,7 +175,7 @@ class RecordsController(Controller):
     @get(
         "/facts/{fact_id:uuid}/history",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="A fact's timeline: validity, what it replaced, what replaced it, and why",
     )
     def get_fact_history(
@@ -186,7 +186,7 @@ class RecordsController(Controller):
     @delete(
         "/facts/{fact_id:uuid}",
         sync_to_thread=True,
-        opt=ADMIN,
+        opt=ADMIN.opt,
         status_code=200,
         summary="Delete a fact with its links; returns the erasure report",
     )

@@ -13,7 +13,6 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 from pydantic import Field
 
-from app.api.access import READ
 from app.api.params import DeprecatedQ, QueryText, one_query
 from app.db.replicas import Consistency
 from app.services.common.inputs import NonBlank
@@ -22,6 +21,7 @@ from app.services.retrieval.proactive import ProactiveIn, Suggestions, proactive
 from app.services.retrieval.reflect import ReflectIn, Reflection, reflect
 from app.services.retrieval.search import SearchFilters, SearchRequest, SearchResponse, search
 from app.services.runtime import Elephant
+from app.web.route_access import READ
 
 
 class ReflectBody(ReflectIn):
@@ -47,7 +47,7 @@ class SearchController(Controller):
     @get(
         "/search",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="Hybrid search (short queries; POST for long)",
     )
     def search_get(
@@ -78,7 +78,7 @@ class SearchController(Controller):
         )
         return search(elephant, tenant, body).response()
 
-    @post("/search", sync_to_thread=True, opt=READ, status_code=200, summary="Hybrid search")
+    @post("/search", sync_to_thread=True, opt=READ.opt, status_code=200, summary="Hybrid search")
     def search_post(
         self,
         tenant: NamedDependency[str],
@@ -90,7 +90,7 @@ class SearchController(Controller):
     @get(
         "/stats",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="Counts by kind and source, sizes, index state",
     )
     def stats(
@@ -101,7 +101,7 @@ class SearchController(Controller):
     @post(
         "/proactive",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         status_code=200,
         summary="Memories worth raising now",
     )
@@ -116,7 +116,7 @@ class SearchController(Controller):
     @post(
         "/reflect",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         status_code=200,
         summary="Answer from memory, cited",
     )

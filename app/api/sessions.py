@@ -8,7 +8,6 @@ from litestar import Controller, get, post
 from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
-from app.api.access import READ, WRITE
 from app.services.memory.sessions import (
     Handoff,
     SessionClosed,
@@ -17,6 +16,7 @@ from app.services.memory.sessions import (
     get_handoff,
 )
 from app.services.runtime import Elephant
+from app.web.route_access import READ, WRITE
 
 
 class SessionsController(Controller):
@@ -25,7 +25,7 @@ class SessionsController(Controller):
     @post(
         "/sessions/close",
         sync_to_thread=True,
-        opt=WRITE,
+        opt=WRITE.opt,
         status_code=201,
         summary="Store a session's transcript, extract facts, write its handoff",
     )
@@ -40,7 +40,7 @@ class SessionsController(Controller):
     ) -> SessionClosed:
         return close_session(elephant, tenant, data, wait=wait)
 
-    @get("/handoff", sync_to_thread=True, opt=READ, summary="The latest handoff of a project")
+    @get("/handoff", sync_to_thread=True, opt=READ.opt, summary="The latest handoff of a project")
     def handoff(
         self,
         tenant: NamedDependency[str],

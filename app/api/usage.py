@@ -8,9 +8,9 @@ from litestar import Controller, get
 from litestar.di import NamedDependency
 from litestar.params import Parameter
 
-from app.api.access import READ
 from app.services.ops.overview import MAX_DAYS, UsageReport, usage_report
 from app.services.runtime import Elephant
+from app.web.route_access import READ
 
 
 class UsageController(Controller):
@@ -19,7 +19,7 @@ class UsageController(Controller):
     @get(
         "/usage",
         sync_to_thread=True,
-        opt=READ,
+        opt=READ.opt,
         summary="LLM usage by day and operation: calls, failures, tokens, latency, cost",
         description=(
             "The last `days` UTC days, today included. Cost is tokens at "

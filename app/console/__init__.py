@@ -7,7 +7,7 @@ served from the package (app/console/static); nothing is fetched from elsewhere
 (the Content-Security-Policy says so to the browser). Each page is a thin adapter
 over app/services, as the REST handlers are.
 
-Access (app/api/access.py): sign in with an API key (app/pages/signin.py); the
+Access (app/web/access.py): sign in with an API key (app/pages/signin.py); the
 browser then holds an HttpOnly, SameSite=Strict session cookie, and every form
 carries a CSRF token (app/console/security.py). Keyless only in auth.mode = local,
 which serves on loopback only.
@@ -20,18 +20,18 @@ from litestar.static_files import create_static_files_router
 from litestar.template import TemplateConfig
 from litestar.types import ControllerRouterHandler
 
-from app.api.access import PUBLIC
 from app.console.errors import CONSOLE_EXCEPTION_HANDLERS
 from app.console.pages import PAGES
 from app.console.render import STATIC_DIR, environment
 from app.console.security import RESPONSE_HEADERS, csrf_guard
+from app.web.route_access import PUBLIC
 
 CONSOLE_PATH = "/ui"
 
 
 def console_router() -> ControllerRouterHandler:
     static = create_static_files_router(
-        path="/static", directories=[STATIC_DIR], opt=PUBLIC, include_in_schema=False
+        path="/static", directories=[STATIC_DIR], opt=PUBLIC.opt, include_in_schema=False
     )
     return Router(
         path=CONSOLE_PATH,

@@ -13,10 +13,10 @@ from litestar import Request
 from litestar.response import Template
 from markupsafe import Markup
 
-from app.api.access import Access
 from app.config import Settings
 from app.console.security import CSRF_FIELD
 from app.errors import Forbidden
+from app.web.access import Access
 
 HERE = Path(__file__).parent
 TEMPLATES_DIR = HERE / "templates"

@@ -14,7 +14,7 @@ from litestar.handlers.base import BaseRouteHandler
 from litestar.types import Method
 
 from app.errors import Forbidden
-from app.services.access.console_sessions import csrf_matches
+from app.web.cookies import csrf_matches
 
 CSRF_FIELD = "csrf"
 UNSAFE: frozenset[Method | str] = frozenset({"POST", "PUT", "PATCH", "DELETE"})

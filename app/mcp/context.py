@@ -32,7 +32,8 @@ class McpRuntime:
         """With an API key: the key's tenant (an all-tenant admin key may name one in
         X-Elephant-Tenant). Without (stdio, auth.mode local): the header over HTTP, else
         mcp.tenant, else tenant.default."""
-        from app.services.access.auth import LOCAL, TENANT_HEADER
+        from app.protocol import TENANT_HEADER
+        from app.services.access.auth import LOCAL
 
         header = get_http_headers().get(TENANT_HEADER.lower())
         default = self.settings.mcp.tenant or self.settings.tenant.default

@@ -16,13 +16,13 @@ from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 from litestar.response import Template
 
-from app.api.access import CONSOLE_READ
 from app.console.forms import blank
 from app.console.render import page
 from app.errors import InvalidInput
 from app.services.common import paging
 from app.services.memory import transcripts
 from app.services.runtime import Elephant
+from app.web.route_access import CONSOLE_READ
 
 PAGE_SIZE = 25
 Text = Annotated[str | None, Parameter(description="As typed in the form.")]
@@ -90,7 +90,7 @@ class ConversationPages(Controller):
     path = "/t/{tenant_id:str}/conversations"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
         request: Request[Any, Any, Any],
@@ -115,7 +115,7 @@ class ConversationPages(Controller):
             first_page=cursor is not None,
         )
 
-    @get("/handoffs", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/handoffs", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def handoffs(
         self,
         request: Request[Any, Any, Any],
@@ -140,7 +140,7 @@ class ConversationPages(Controller):
             first_page=cursor is not None,
         )
 
-    @get("/{conversation_id:str}", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/{conversation_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def conversation(
         self,
         request: Request[Any, Any, Any],

@@ -25,11 +25,11 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body
 from litestar.response import Template
 
-from app.api.access import CONSOLE_ADMIN
 from app.console.render import access_of, page
 from app.errors import InvalidInput
 from app.services.access.erasure import EraseIn, ErasureReport, erase
 from app.services.runtime import Elephant
+from app.web.route_access import CONSOLE_ADMIN
 
 KINDS = ("subject", "conversation", "source", "ids", "tenant")
 _SEPARATORS = re.compile(r"[\s,;]+")
@@ -100,11 +100,11 @@ class ErasePages(Controller):
     path = "/t/{tenant_id:str}/erase"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_ADMIN, sync_to_thread=False)
+    @get("/", opt=CONSOLE_ADMIN.opt, sync_to_thread=False)
     def index(self, request: Request[Any, Any, Any]) -> Template:
         return self._form(request, EraseForm(), None)
 
-    @post("/preview", opt=CONSOLE_ADMIN, sync_to_thread=True, status_code=200)
+    @post("/preview", opt=CONSOLE_ADMIN.opt, sync_to_thread=True, status_code=200)
     def preview(
         self,
         request: Request[Any, Any, Any],
@@ -120,7 +120,7 @@ class ErasePages(Controller):
         report = erase(elephant, tenant, wanted, actor=access_of(request).principal.prefix)
         return self._report(request, data, report, tenant)
 
-    @post("/confirm", opt=CONSOLE_ADMIN, sync_to_thread=True, status_code=200)
+    @post("/confirm", opt=CONSOLE_ADMIN.opt, sync_to_thread=True, status_code=200)
     def confirm(
         self,
         request: Request[Any, Any, Any],

@@ -15,13 +15,13 @@ from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 from litestar.response import Redirect, Template
 
-from app.api.access import CONSOLE_READ, CONSOLE_WRITE
 from app.console.forms import blank
 from app.console.render import access_of, page, query_string
 from app.errors import InvalidInput
 from app.services.gate import admission
 from app.services.gate import decisions as gate_log
 from app.services.runtime import Elephant
+from app.web.route_access import CONSOLE_READ, CONSOLE_WRITE
 
 PAGE_SIZE = 25
 OUTCOMES = ("stored", "duplicate")
@@ -47,7 +47,7 @@ class GatePages(Controller):
     path = "/t/{tenant_id:str}/gate"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
         request: Request[Any, Any, Any],
@@ -87,7 +87,7 @@ class GatePages(Controller):
             notice=_admitted_notice(admitted, memory, outcome),
         )
 
-    @post("/{decision_id:int}/admit", opt=CONSOLE_WRITE, sync_to_thread=True)
+    @post("/{decision_id:int}/admit", opt=CONSOLE_WRITE.opt, sync_to_thread=True)
     def admit(
         self,
         request: Request[Any, Any, Any],

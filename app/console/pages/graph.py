@@ -20,7 +20,6 @@ from litestar.di import NamedDependency
 from litestar.params import Parameter
 from litestar.response import Template
 
-from app.api.access import CONSOLE_READ
 from app.console.forms import moment as parse_moment
 from app.console.graph_svg import STATUS_STYLE, draw
 from app.console.render import page
@@ -33,6 +32,7 @@ from app.services.graph.neighbourhood import (
     entity_neighbourhood,
 )
 from app.services.runtime import Elephant
+from app.web.route_access import CONSOLE_READ
 
 Show = Literal["valid", "all"]
 SUGGESTIONS = 8
@@ -77,7 +77,7 @@ class GraphPages(Controller):
     path = "/t/{tenant_id:str}/graph"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
         request: Request[Any, Any, Any],

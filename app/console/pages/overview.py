@@ -16,12 +16,12 @@ from litestar.params import Parameter
 from litestar.response import Template
 from markupsafe import Markup
 
-from app.api.access import CONSOLE_READ
 from app.console.charts import Series, bar_chart, line_chart
 from app.console.render import access_of, page
 from app.errors import InvalidInput
 from app.services.ops.overview import GrowthDay, Overview, UsageReport, overview
 from app.services.runtime import Elephant
+from app.web.route_access import CONSOLE_READ
 
 DAY_CHOICES = (7, 30, 90)
 DEFAULT_DAYS = 30
@@ -99,7 +99,7 @@ class OverviewPages(Controller):
     path = "/t/{tenant_id:str}/"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
         request: Request[Any, Any, Any],

@@ -19,7 +19,6 @@ from litestar.params import Parameter, PathParameter
 from litestar.response import Template
 from markupsafe import Markup
 
-from app.api.access import CONSOLE_READ
 from app.console.forms import blank, choice, moment, optional_uuid, required_uuid
 from app.console.render import page, when
 from app.errors import InvalidInput
@@ -28,6 +27,7 @@ from app.services.facts.history import ChainLink
 from app.services.gate import decisions as gate_log
 from app.services.memory import records
 from app.services.runtime import Elephant
+from app.web.route_access import CONSOLE_READ
 
 PAGE_SIZE = 25
 KINDS: tuple[str, ...] = get_args(records.MemoryKind)
@@ -63,7 +63,7 @@ class RecordPages(Controller):
     path = "/t/{tenant_id:str}"
     include_in_schema = False
 
-    @get("/memories", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/memories", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def memories(
         self,
         request: Request[Any, Any, Any],
@@ -101,7 +101,7 @@ class RecordPages(Controller):
             kinds=KINDS,
         )
 
-    @get("/memories/{memory_id:str}", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/memories/{memory_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def memory(
         self,
         request: Request[Any, Any, Any],
@@ -123,7 +123,7 @@ class RecordPages(Controller):
             metadata_json=json.dumps(memory.metadata, indent=2, ensure_ascii=False, default=str),
         )
 
-    @get("/facts", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/facts", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def facts(
         self,
         request: Request[Any, Any, Any],
@@ -178,7 +178,7 @@ class RecordPages(Controller):
             fact_types=FACT_TYPES,
         )
 
-    @get("/facts/{fact_id:str}", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/facts/{fact_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def fact(
         self,
         request: Request[Any, Any, Any],

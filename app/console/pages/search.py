@@ -20,13 +20,13 @@ from litestar.params import Parameter, QueryParameter
 from litestar.response import Template
 from markupsafe import Markup
 
-from app.api.access import CONSOLE_READ
 from app.console.lanes import LANES, LaneMark, highlight, lane_chart, lane_marks
 from app.console.render import page
 from app.errors import InvalidInput
 from app.services.memory.transcripts import TurnLink, turn_links
 from app.services.retrieval.search import SearchExplain, SearchHit, SearchRequest, search
 from app.services.runtime import Elephant
+from app.web.route_access import CONSOLE_READ
 
 KINDS = ("window", "note", "fact")
 LANE_KEYS = tuple(lane for lane, _ in LANES)
@@ -147,7 +147,7 @@ class SearchPages(Controller):
     path = "/t/{tenant_id:str}/search"
     include_in_schema = False
 
-    @get("/", opt=CONSOLE_READ, sync_to_thread=True)
+    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
         request: Request[Any, Any, Any],

@@ -6,18 +6,18 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from litestar import Controller, Request, Response, get, post
-from litestar.datastructures import Cookie
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, Parameter
 from litestar.response import Redirect, Template
 
-from app.api.access import CONSOLE_PUBLIC, CONSOLE_READ, session_cookie
 from app.config import Settings, validate_tenant_id
 from app.errors import ElephantError, InvalidInput, RateLimited
 from app.services.access import audit, console_sessions
 from app.services.runtime import Elephant
+from app.web.cookies import COOKIE, COOKIE_PATH, read_session_token, session_cookie
 from app.web.ratelimit import RateLimiter
+from app.web.route_access import CONSOLE_PUBLIC, CONSOLE_READ
 
 SIGN_IN = "/ui/login"
 _failures = RateLimiter()  # failed sign-ins per client address, as for bad bearer keys
@@ -51,7 +51,7 @@ def _client(request: Request[Any, Any, Any]) -> str:
 class SignInPages(Controller):
     include_in_schema = False
 
-    @get("/login", opt=CONSOLE_PUBLIC, sync_to_thread=False)
+    @get("/login", opt=CONSOLE_PUBLIC.opt, sync_to_thread=False)
     def form(
         self,
         request: Request[Any, Any, Any],
@@ -62,7 +62,7 @@ class SignInPages(Controller):
             return Redirect(safe_next(next), status_code=303)
         return _sign_in_page(None, safe_next(next))
 
-    @post("/login", opt=CONSOLE_PUBLIC, sync_to_thread=True)
+    @post("/login", opt=CONSOLE_PUBLIC.opt, sync_to_thread=True)
     def sign_in(
         self,
         request: Request[Any, Any, Any],
@@ -107,32 +107,28 @@ class SignInPages(Controller):
             target,
             status_code=303,
             cookies=[
-                Cookie(
-                    key=console_sessions.COOKIE,
-                    value=session.token,
-                    path="/ui",
-                    httponly=True,
-                    samesite="strict",
+                session_cookie(
+                    session.token,
                     secure=secure,
                     max_age=round(settings.console.session_hours * 3600),
                 )
             ],
         )
 
-    @post("/logout", opt=CONSOLE_READ, sync_to_thread=True)
+    @post("/logout", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def sign_out(
         self, request: Request[Any, Any, Any], elephant: NamedDependency[Elephant]
     ) -> Response[Any]:
-        console_sessions.sign_out(elephant.db, session_cookie(request.headers))
+        console_sessions.sign_out(elephant.db, read_session_token(request.headers))
         response = Redirect(SIGN_IN, status_code=303)
-        response.delete_cookie(console_sessions.COOKIE, path="/ui")
+        response.delete_cookie(COOKIE, path=COOKIE_PATH)
         return response
 
-    @get(["/", "/t"], opt=CONSOLE_READ, sync_to_thread=False)
+    @get(["/", "/t"], opt=CONSOLE_READ.opt, sync_to_thread=False)
     def home(self, tenant: NamedDependency[str]) -> Redirect:
         return Redirect(f"/ui/t/{tenant}/", status_code=303)
 
-    @get("/switch", opt=CONSOLE_READ, sync_to_thread=False)
+    @get("/switch", opt=CONSOLE_READ.opt, sync_to_thread=False)
     def switch(
         self,
         tenant: NamedDependency[str],

@@ -24,11 +24,11 @@ from typing import Literal
 from app.config import Settings, validate_tenant_id
 from app.db.runtime import Database
 from app.errors import ConfigError, Forbidden, InvalidInput, Unauthorized
+from app.protocol import TENANT_HEADER
 
 Scope = Literal["read", "write", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "write", "admin")
 KEY_PATTERN = re.compile(r"^ek_([a-z0-9]{8,32})_([A-Za-z0-9_-]{32,128})$")
-TENANT_HEADER = "X-Elephant-Tenant"
 TOUCH_EVERY = timedelta(minutes=1)  # last_used_at is refreshed at most this often
 # The one message for every unknown or malformed key: nothing tells a guesser more.
 INVALID_KEY = (
@@ -74,15 +74,6 @@ LOCAL = Principal(name="local", scopes=frozenset(SCOPES), tenant=None)
 
 def secret_hash(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
-
-
-def bearer_token(authorization: str | None) -> str | None:
-    if not authorization:
-        return None
-    scheme, _, token = authorization.strip().partition(" ")
-    if scheme.lower() != "bearer" or not token.strip():
-        return None
-    return token.strip()
 
 
 def authenticate(db: Database, key: str | None, client: str | None = None) -> Principal:
@@ -135,34 +126,3 @@ def check_bind(settings: Settings, host: str, *, where: str) -> None:
             "create a key with `elephant keys create --tenant T --scopes read,write` and send it "
             "as 'Authorization: Bearer <key>', or bind 127.0.0.1."
         )
-
-
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
-
-
-def allowed_hosts(settings: Settings, bind: str | None = None) -> tuple[str, ...]:
-    """server.allowed_hosts, else the loopback names plus a concrete bind address."""
-    if settings.server.allowed_hosts:
-        return settings.server.allowed_hosts
-    hosts = list(LOOPBACK_HOSTS)
-    address = (bind or settings.server.host).strip("[]").lower()
-    if address not in ("0.0.0.0", "::", "") and address not in hosts:  # noqa: S104
-        hosts.append(address)
-    return tuple(hosts)
-
-
-def host_allowed(host_header: str | None, allowed: tuple[str, ...]) -> bool:
-    """Host without its port, matched exactly, by '*.suffix', or anything with '*'."""
-    if not host_header:
-        return False
-    host = host_header.strip().lower()
-    if host.startswith("["):
-        host = host[1 : host.find("]")] if "]" in host else host
-    elif host.count(":") == 1:
-        host = host.partition(":")[0]
-    for pattern in allowed:
-        if pattern == "*" or pattern.strip("[]") == host:
-            return True
-        if pattern.startswith("*.") and host.endswith(pattern[1:]):
-            return True
-    return False

@@ -3,14 +3,13 @@
 The browser keeps a random token in an HttpOnly cookie; the database keeps its SHA-256
 and the key it was opened with (migration 0011), so signing out, revoking the key or
 its expiry ends the session, on every API process at once. The key itself is never
-stored in the browser. The CSRF token of a session is derived from the session token
-(which a cross-site page cannot read), so any API process can check it.
+stored in the browser. The cookie and the CSRF token of the session's forms, what
+travels over HTTP, are app/web/cookies.py.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,10 +18,7 @@ from app.db.runtime import Database
 from app.errors import Forbidden
 from app.services.access.auth import Principal, authenticate
 
-COOKIE = "elephant_session"
 TOKEN_BYTES = 32
-# In keyless local mode there is no session: forms carry a token keyed by this process.
-_LOCAL_SECRET = secrets.token_bytes(32)
 
 
 @dataclass(frozen=True)
@@ -77,14 +73,3 @@ def sign_out(db: Database, token: str | None) -> None:
     if token and len(token) <= 200:
         with db.connection() as conn:
             conn.execute("SELECT elephant_console_close(%s)", (_hash(token),))
-
-
-def csrf_token(session_token: str | None) -> str:
-    """The token a console form must carry: bound to the session (or, keyless, the process)."""
-    if session_token is None:
-        return hmac.new(_LOCAL_SECRET, b"local", hashlib.sha256).hexdigest()
-    return hashlib.sha256(b"csrf:" + session_token.encode()).hexdigest()
-
-
-def csrf_matches(expected: str, presented: str | None) -> bool:
-    return presented is not None and hmac.compare_digest(expected, presented)

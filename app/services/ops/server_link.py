@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.errors import ElephantError
+from app.protocol import TENANT_HEADER
 
 if TYPE_CHECKING:
     from app.config import Settings
@@ -47,7 +48,6 @@ TOKEN_PREFIX = "elephant-link-"  # noqa: S105 - a prefix, not a secret
 # in-process. Answering may take longer (the server's first query waits for its model).
 CONNECT_TIMEOUT_S = 0.5
 ANSWER_TIMEOUT_S = 300.0
-TENANT_HEADER = "X-Elephant-Tenant"  # as app.services.access.auth, without importing it
 
 
 @dataclass(frozen=True)
@@ -242,11 +242,11 @@ def delegate(
 # ------------------------------------------------------------------ server side
 
 
-def accepts(authorization: str | None, client: str | None, token: str | None) -> bool:
-    """Whether a request carries this server's link token and comes from loopback."""
-    from app.services.access.auth import bearer_token, is_loopback
+def accepts(presented: str | None, client: str | None, token: str | None) -> bool:
+    """Whether a request's bearer token (``presented``) is this server's link token and
+    the request comes from loopback."""
+    from app.services.access.auth import is_loopback
 
-    presented = bearer_token(authorization)
     if token is None or presented is None or client is None or not is_loopback(client):
         return False
     return hmac.compare_digest(presented.encode(), token.encode())
