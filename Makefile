@@ -11,7 +11,7 @@ TORCH := torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)
 
-.PHONY: install serve test lint browser pgbouncer peers smoke test-all
+.PHONY: install serve shell docs test lint browser pgbouncer peers smoke test-all
 
 # $(call install_torch,BIN): torch into the venv of BIN, from TORCH_INDEX when it answers.
 define install_torch
@@ -41,7 +41,21 @@ $(VENV)/.installed: pyproject.toml
 
 # Keyless on loopback (auth.mode local); anything exposed uses API keys (`elephant keys create`).
 serve: install
+	@echo "elephant on your PATH: source $(BIN)/activate  (or: make shell)"
 	$(BIN)/elephant serve --auth local
+
+# `make shell`: a shell with .venv/bin first on PATH (`elephant`, `pytest`, `mkdocs`);
+# `exit` leaves it. The same without a new shell: source .venv/bin/activate
+shell: install
+	@echo "a shell with $(BIN) first on PATH; exit to leave it"
+	@PATH="$(abspath $(BIN)):$$PATH" VIRTUAL_ENV="$(abspath $(VENV))" $${SHELL:-/bin/sh}
+
+# The documentation site (mkdocs.yml, docs/) built in strict mode into a temporary folder,
+# so a broken link, a missing anchor or a page outside the nav fails `make lint` and
+# `make test`; nothing is written into the tree. `mkdocs serve` previews it.
+DOCS_SITE ?= $(or $(TMPDIR),/tmp)/elephant-docs-site
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir $(DOCS_SITE)
 
 # `make test`: the whole suite, then its core again in the managed-Postgres mode (no AGE,
 # no pg_textsearch, as on RDS, Cloud SQL, Supabase, Neon), so that path cannot rot; tests
@@ -103,7 +117,7 @@ pgbouncer:
 			&& DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -q --no-install-recommends pgbouncer; }; \
 	fi
 
-lint: install
+lint: install docs
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

@@ -1,6 +1,6 @@
 """The Python client (elephant_client) against the real API served by uvicorn on 127.0.0.1,
 over the real database and model: sync and async, keys and tenant isolation, errors,
-retries (against a scripted http.server), paging, and the README quick start as written."""
+retries (against a scripted http.server), paging, and the README quick start as written (the docs repeat it)."""
 
 from __future__ import annotations
 
@@ -831,13 +831,18 @@ def test_iterators_walk_every_page(url: str, operator: str, db: Database) -> Non
 # ------------------------------------------------------------------ README quick start
 
 
-def readme_quick_start() -> str:
-    """The Python block of the README's Quick start section, as a reader copies it."""
-    text = (ROOT / "README.md").read_text()
+def readme_quick_start(page: str = "README.md") -> str:
+    """The Python block of a page's Quick start section, as a reader copies it."""
+    text = (ROOT / page).read_text()
     section = text.split("\n## Quick start\n", 1)[1].split("\n## ", 1)[0]
     blocks = re.findall(r"```python\n(.*?)```", section, re.DOTALL)
-    assert len(blocks) == 1, "the Quick start section should hold one python block"
+    assert len(blocks) == 1, f"the Quick start section of {page} should hold one python block"
     return str(blocks[0])
+
+
+def test_the_docs_quick_start_is_the_readmes() -> None:
+    """docs/getting-started.md repeats the README's Quick start: the one run below."""
+    assert readme_quick_start("docs/getting-started.md") == readme_quick_start()
 
 
 def test_readme_quick_start_runs_as_written(

@@ -128,8 +128,8 @@ def test_redacted_hides_secrets() -> None:
     assert "topsecret" not in str(shown)
 
 
-def test_readme_documents_every_key() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert reference_markdown() in readme, "README config table is stale: paste " + (
+def test_the_configuration_page_documents_every_key() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    assert reference_markdown() in page, "docs/configuration.md's table is stale: paste " + (
         "`elephant config reference`"
     )
