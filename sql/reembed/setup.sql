@@ -1,4 +1,4 @@
--- Re-embedding to a new model (app/services/ops/reembed.py): the state of the one re-embed in
+-- Re-embedding to a new model (app/services/ops/reembed/phases.py): the state of the one re-embed in
 -- progress and the trigger that keeps its new vectors honest. Run by `start` (idempotent);
 -- both are dropped when the re-embed finishes or is cancelled, so a database that is not
 -- re-embedding has exactly the schema its migrations made.

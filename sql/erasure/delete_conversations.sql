@@ -1,0 +1,6 @@
+-- Erasure (app/services/access/erasure/rows.py), step 12 of 12: the conversations that
+-- go (asked for, of the source, or left without turns by a subject erasure), last: every
+-- other row references them.
+-- Parameters: tenant; convs (uuid[]).
+DELETE FROM conversations
+ WHERE tenant_id = %(tenant)s AND id = ANY(%(convs)s::uuid[])
