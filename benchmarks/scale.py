@@ -945,7 +945,7 @@ def fresh_database(
 
 # The activation function as it was before issue 26: a SET clause, so never inlined and
 # called once per fused row. Created in the benchmark's database only, so that the old and
-# the new statement run interleaved in one run (the comparison the README cites).
+# the new statement run interleaved in one run (the comparison docs/search-drift.md cites).
 OLD_ACTIVATION = "elephant_activation_not_inlined"
 
 
