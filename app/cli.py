@@ -167,7 +167,7 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
 def _warm_up(elephant: Any) -> None:
     """Start loading a local embedding model in the background: the server takes requests
     at once, and only its first embedding waits for the model. A long-running process
-    also follows the database's model through a re-embed (app/services/ops/reembed.py)."""
+    also follows the database's model through a re-embed (app/services/ops/reembed/)."""
     from app.services.ops import reembed
 
     reembed.follow(elephant)

@@ -1,7 +1,7 @@
 """``elephant maintain``: run a maintenance kind now, for one tenant or all of them.
 
 A thin layer over app/services/lifecycle (decay, dedup, backfill, retention, status),
-app/services/ops/reembed.py (reembed) and app/db/tenant_indexes.py (tenant-indexes).
+app/services/ops/reembed/ (reembed) and app/db/tenant_indexes.py (tenant-indexes).
 Services are imported inside the commands, so ``elephant --help`` stays fast.
 """
 

@@ -1,4 +1,4 @@
-"""Re-embedding to a new model with no downtime (app/services/ops/reembed.py).
+"""Re-embedding to a new model with no downtime (app/services/ops/reembed/).
 
 Two real local models: the bundled all-MiniLM-L6-v2 (384-d) and a second encoder built
 here, a small BERT (256-d, 2 layers) with MiniLM's tokenizer and seeded random weights,

@@ -1,7 +1,7 @@
 """The Erase page (admin scope): choose a target, see a dry run's report, then confirm.
 
 Three steps: GET shows the form; POST ``/preview`` runs the erasure as a dry run
-(app/services/access/erasure.py deletes inside a savepoint and rolls it back, so the
+(app/services/access/erasure/ deletes inside a savepoint and rolls it back, so the
 report is the one the real run gives) and shows it with a Confirm form carrying
 the same request; POST ``/confirm`` erases and shows the final report. Erasing the
 whole tenant also asks for the tenant id to be typed.

@@ -49,7 +49,7 @@ TASKS: dict[str, Task] = {
     "backfill": backfill.run,
     "retention": retention.run,
 }
-# HOOK (re-embed, app/services/ops/reembed.py, built separately): a per-tenant job kind
+# HOOK (re-embed, app/services/ops/reembed/, built separately): a per-tenant job kind
 # plugs in here as TASKS["reembed"] = <its run(elephant, conn, tenant, *, dry_run)
 # returning a Report>; `elephant maintain reembed` calls that service directly.
 

@@ -9,7 +9,7 @@ is expired when it was last stored or added to before the cut-off (now - days):
   stored again) before the cut-off;
 - a fact of the source that hangs off no kept memory or conversation.
 
-Everything goes through the erasure path (app/services/access/erasure.py), so the facts
+Everything goes through the erasure path (app/services/access/erasure/), so the facts
 derived from what goes, their graph links, vectors and passages go too, and every
 erasure is audited like one asked for by hand. Sources not named are never touched.
 """

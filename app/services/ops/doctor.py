@@ -232,7 +232,7 @@ def _embedder(elephant: Elephant) -> Check:
 
 
 def _reembed(elephant: Elephant) -> Check:
-    """A re-embed's progress (app/services/ops/reembed.py), or whether embedding.model names the
+    """A re-embed's progress (app/services/ops/reembed/), or whether embedding.model names the
     model the vectors are from (after a re-embed the configuration must follow)."""
     try:
         state = reembed.status(elephant)

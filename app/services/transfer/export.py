@@ -33,7 +33,7 @@ from app.services.transfer.catalog import Table
 
 FETCH = 2000  # rows per round trip of the server-side cursor
 # The vectors of the model in elephant_meta; another vector column (embedding_next while a
-# re-embed runs, app/services/ops/reembed.py) is work in progress, not exported.
+# re-embed runs, app/services/ops/reembed/) is work in progress, not exported.
 VECTOR_COLUMN = "embedding"
 
 
