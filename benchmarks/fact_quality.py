@@ -32,7 +32,8 @@ from typing import Any
 
 from app.config import Settings
 from app.services.facts.model import ExtractedFact, TurnInput
-from app.services.facts.offline import content_words, extract_offline
+from app.services.facts.offline.extract import extract_offline
+from app.services.facts.offline.lexicon import content_words
 
 SAMPLE = Path(__file__).resolve().parents[1] / "tests" / "data" / "fact_sample.json"
 MATCH_JACCARD = 0.5

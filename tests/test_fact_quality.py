@@ -17,7 +17,8 @@ from litestar.testing import TestClient
 from app.config import FactsSettings, Settings, load_settings
 from app.prompts import extract_facts
 from app.services.facts.model import ExtractedFact, TurnInput
-from app.services.facts.offline import ASSISTANT_CONFIDENCE, extract_offline
+from app.services.facts.offline.extract import extract_offline
+from app.services.facts.offline.rewrite import ASSISTANT_CONFIDENCE
 from app.services.memory.commit import ConversationIn, commit_conversation
 from app.services.runtime import Elephant
 from benchmarks import fact_quality

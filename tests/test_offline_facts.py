@@ -10,7 +10,9 @@ import pytest
 
 from app.services.facts.dates import parse_session_date
 from app.services.facts.model import ExtractedFact, TurnInput
-from app.services.facts.offline import MAX_FACT_CHARS, content_words, extract_offline
+from app.services.facts.offline.extract import extract_offline
+from app.services.facts.offline.lexicon import content_words
+from app.services.facts.offline.rewrite import MAX_FACT_CHARS
 
 SESSION = parse_session_date("1:56 pm on 8 May, 2023")
 LOCOMO = Path("/work/shared/datasets/locomo10.json")

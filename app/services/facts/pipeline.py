@@ -29,7 +29,8 @@ from app.services.common.text import content_hash
 from app.services.facts import contradictions
 from app.services.facts.dates import storable
 from app.services.facts.model import Assistants, ExtractedFact, TurnInput
-from app.services.facts.offline import ASSISTANT_CONFIDENCE, extract_offline
+from app.services.facts.offline.extract import extract_offline
+from app.services.facts.offline.rewrite import ASSISTANT_CONFIDENCE
 from app.services.facts.standing import standing_facts
 from app.services.graph import linking
 from app.services.jobs.queue import Job

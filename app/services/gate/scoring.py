@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from app.services.facts.dates import MONTH_NAMES, WEEKDAY_NAMES, find_dates
-from app.services.facts.offline import FILLER_WORDS, STOPWORDS, content_words
+from app.services.facts.offline.lexicon import FILLER_WORDS, STOPWORDS, content_words
 
 _SCORE_ANCHOR = datetime(2000, 1, 1, tzinfo=UTC)  # only to detect relative dates
 

@@ -47,7 +47,7 @@ from typing import Literal
 from app.config import DedupSettings
 from app.services.common.text import jaccard
 from app.services.facts.dates import describe_span, find_dates
-from app.services.facts.offline import FILLER_WORDS, STOPWORDS
+from app.services.facts.offline.lexicon import FILLER_WORDS, STOPWORDS
 
 Kind = Literal["negation", "number", "time", "date", "identifier", "name", "unit", "order", "words"]
 
