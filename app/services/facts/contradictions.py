@@ -39,7 +39,7 @@ def check(elephant: Elephant, conn: Connection, tenant: str, facts: list[StoredF
         return 0
     settings = elephant.settings.contradiction
     rows = conn.execute(
-        load_sql("similar_facts.sql"),
+        load_sql("facts/similar_facts.sql"),
         {
             "tenant": tenant,
             "ids": [fact.id for fact in subjects],

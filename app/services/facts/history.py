@@ -86,7 +86,7 @@ def history(elephant: Elephant, tenant: str, fact_id: UUID) -> FactHistory:
     fact = get_fact(elephant, tenant, fact_id, record_access=False)  # looking, not using
     with elephant.db.reading(tenant) as conn:
         rows = conn.execute(
-            load_sql("fact_chain.sql"),
+            load_sql("facts/fact_chain.sql"),
             {"tenant": tenant, "fact_id": fact_id, "depth": MAX_STEPS},
         ).fetchall()
         others = [ChainLink(*row) for row in rows]
