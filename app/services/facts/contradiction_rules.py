@@ -16,23 +16,12 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-_NUMBER_WORDS = {
-    "zero": 0,
-    "no": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-}
-_NUM = r"(?:\d{1,3}|zero|no|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+from app.services.common.numbers import alternation, spelled
+
+# The counts a statement of one's life spells out ("has three kids"): zero to twelve,
+# and "no" for zero ("has no pets"); larger counts are read only in digits.
+_NUMBER_WORDS = spelled(range(13)) | {"no": 0}
+_NUM = rf"(?:\d{{1,3}}|{alternation(_NUMBER_WORDS)})"
 _PRONOUNS = frozenset({"he", "she", "they", "i", "we", "his", "her", "their", "my", "our"})
 
 

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import MAXYEAR, MINYEAR, UTC, datetime, timedelta, tzinfo
 from typing import NamedTuple
 
+from app.services.common.numbers import alternation, spelled
+
 MONTH_NAMES = (
     "January",
     "February",
@@ -66,24 +68,13 @@ _WEEKDAY_ABBREVIATIONS = {
     "sun": 6,
 }
 _SEASON = r"(?:spring|summer|fall|autumn|winter)"
+# The counts "N days ago" reads spelled out: one to twelve, fifteen, twenty and thirty
+# (the rest only in digits), with "a"/"an" for one and the vague counts below.
+_COUNT_WORDS = spelled([*range(1, 13), 15, 20, 30])
 _NUMBER_WORDS: dict[str, int] = {
     "a": 1,
     "an": 1,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "fifteen": 15,
-    "twenty": 20,
-    "thirty": 30,
+    **_COUNT_WORDS,
     "a couple of": 2,
     "a couple": 2,
     "couple of": 2,
@@ -93,8 +84,8 @@ _NUMBER_WORDS: dict[str, int] = {
 }
 _APPROXIMATE = ("few", "couple", "several", "other day")
 _NUMBER = (
-    r"(?:\d{1,3}|a\s+couple(?:\s+of)?|couple\s+of|a\s+few|few|several|an?|one|two|three|four"
-    r"|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|thirty)"
+    r"(?:\d{1,3}|a\s+couple(?:\s+of)?|couple\s+of|a\s+few|few|several|an?"
+    rf"|{alternation(_COUNT_WORDS)})"
 )
 _DAYPART = r"(?:\s+(?:morning|afternoon|evening|night))?"
 _YEAR = r"(?:19|20)\d{2}"

@@ -45,6 +45,7 @@ from difflib import SequenceMatcher
 from typing import Literal
 
 from app.config import DedupSettings
+from app.services.common.numbers import NUMBER_WORDS, alternation
 from app.services.common.text import jaccard
 from app.services.facts.dates import describe_span, find_dates
 from app.services.facts.offline.lexicon import FILLER_WORDS, STOPWORDS
@@ -72,18 +73,8 @@ _MEANINGFUL = frozenset(
         only always sometimes often rarely usually seldom must might may will"""
     )
 )
-# "one" is left out: far more often a pronoun ("the blue one") than a count.
-_NUMBER_WORDS = dict(
-    zip(
-        _word_list(
-            """zero two three four five six seven eight nine ten eleven twelve thirteen
-            fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty
-            sixty seventy eighty ninety dozen hundred"""
-        ),
-        [0, *range(2, 21), *range(30, 100, 10), 12, 100],
-        strict=True,
-    )
-)
+# Every number word but "one": far more often a pronoun ("the blue one") than a count.
+_NUMBER_WORDS = {word: value for word, value in NUMBER_WORDS.items() if word != "one"}
 _MULTIPLIERS = {"hundred": 10**2, "k": 10**3, "thousand": 10**3, "m": 10**6, "mn": 10**6}
 _MULTIPLIERS |= {"million": 10**6, "bn": 10**9, "billion": 10**9}
 
@@ -155,7 +146,7 @@ _VERSION_RE = re.compile(r"(?<![\w.])v?\d+(?:\.\d+){2,}(?![\w.]*\w)|\bv\d+(?:\.\
 _UNIT_SUFFIX = "|".join(
     sorted((re.escape(u) for u in _UNITS if u not in "$€£¥"), key=len, reverse=True)
 )
-_NUMBER_WORD = "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True))
+_NUMBER_WORD = alternation(_NUMBER_WORDS)
 # A number with what belongs to it: currency before, an ordinal suffix, a multiplier
 # ("50k", "2 million") or a unit after ("5km", "3 days"). Units count only next to a
 # number: "every year" is a habit, "3 years" a quantity.

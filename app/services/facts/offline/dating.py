@@ -19,8 +19,6 @@ from app.services.facts.dates import (
 )
 from app.services.facts.offline.lexicon import DIGIT_RE
 
-# --- dates -------------------------------------------------------------------------------
-
 _PREPOSITION_BEFORE_RE = re.compile(
     r"\b(?:on|in|since|until|till|by|from|before|after|during|of|around|at|for|through)\s+$",
     re.IGNORECASE,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from app.services.common.numbers import QUANTITIES, spelled
 from app.services.facts.offline.lexicon import (
     ADVERBS,
     EMOTION_ADJECTIVES,
@@ -21,10 +22,10 @@ from app.services.facts.offline.lexicon import (
     VERB_WORDS,
     WORD_RE,
     tokens,
-    words,
+    word_set,
 )
 
-_LEAVE_VERBS = words(
+_LEAVE_VERBS = word_set(
     """
     can could will would shall should may might must did didn't was wasn't had hadn't can't
     cannot couldn't won't wouldn't shouldn't mustn't used put set read cut hit let quit hurt
@@ -34,23 +35,28 @@ _LEAVE_VERBS = words(
     """
 )
 
-_BASE_VERB_STOPWORDS = words("make get go let do have")
-_THE_MY = words("the my our his her their")
-_DETERMINERS = _THE_MY | words("a an this that these those each every its your")
+_BASE_VERB_STOPWORDS = word_set("make get go let do have")
+_THE_MY = word_set("the my our his her their")
+_DETERMINERS = _THE_MY | word_set("a an this that these those each every its your")
 _ADVERB_WORDS = frozenset(re.findall(r"[a-z]+", ADVERBS)) - {"kind", "sort", "of"}
 
-# Words after which an "-s" or "-ed" word is a noun or an adjective, not a verb.
-_NOMINAL_BEFORE = words(
-    """
-    a an the my your his her its our their this that these those some any no every each
-    all both many few several more most other another such what which whose of for with
-    in on at by to from into onto about over under after before during without between
-    per via than and or one two three four five six seven eight nine ten twelve twenty
-    dozen hundred thousand few
-    """
+# Words after which an "-s" or "-ed" word is a noun or an adjective, not a verb; the
+# number words are the ones this list has always held (one to ten, twelve, twenty,
+# dozen, hundred), so "eleven hours" is read as before.
+_NOMINAL_BEFORE = (
+    word_set(
+        """
+        a an the my your his her its our their this that these those some any no every each
+        all both many few several more most other another such what which whose of for with
+        in on at by to from into onto about over under after before during without between
+        per via than and or thousand
+        """
+    )
+    | frozenset(spelled([*range(1, 11), 12, 20]))
+    | frozenset(QUANTITIES)
 )
 # Bare verbs that open an instruction: "Buy the ticket", "Run the backup".
-_IMPERATIVE_VERBS = words(
+_IMPERATIVE_VERBS = word_set(
     """
     add aim apply ask avoid book bookmark bring buy call check choose click close commit
     compare configure consider contact copy create delete deploy disable download drink drop
@@ -66,9 +72,9 @@ _LEADING_SUBCLAUSE_RE = re.compile(
     re.IGNORECASE,
 )
 # Words no sentence ends on: "... and", "... the", "... because".
-_ALWAYS_DANGLING = words("a an the and or but nor because if than whose my your our their")
+_ALWAYS_DANGLING = word_set("a an the and or but nor because if than whose my your our their")
 # Words a sentence cut off with "..." stops on ("I have to tell you about...").
-_CUT_DANGLING = _ALWAYS_DANGLING | words(
+_CUT_DANGLING = _ALWAYS_DANGLING | word_set(
     """
     so yet as that which who whom when while where whether his her its this these those
     some any every each no with about to of for from in on at by into onto upon like via
@@ -79,7 +85,7 @@ _CUT_DANGLING = _ALWAYS_DANGLING | words(
 )
 # Prepositions that need an object after a name or a pronoun: "tell Gina about", "likes
 # Nate with" (but "cheer Jon on", "let them in" are whole).
-_OBJECT_PREPOSITIONS = words("with about to of for from at by into")
+_OBJECT_PREPOSITIONS = word_set("with about to of for from at by into")
 
 
 def _verb_at(words: list[str], raw: list[str], index: int, strict: bool = False) -> bool:
@@ -158,7 +164,7 @@ def finite_verb(text: str, strict: bool = False) -> int | None:
     return None
 
 
-_IS_AFTER = words(
+_IS_AFTER = word_set(
     """
     a an the so very really such super pretty not always never been got gone just still
     also too quite going gonna in at on from like one my our your his her their all

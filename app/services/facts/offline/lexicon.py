@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import re
 
-# --- lexicons (shared with app.services.gate.scoring) ----------------------------------------
+# --- function words and chit-chat (also read by gate scoring and dedup) -----------------
 
 
-def words(text: str) -> frozenset[str]:
+def word_set(text: str) -> frozenset[str]:
     """A word list written as a block of text, so long lexicons stay readable."""
     return frozenset(text.split())
 
 
-STOPWORDS = words(
+STOPWORDS = word_set(
     """
     a an the and or but if then so of to in on at by for with about from into onto over
     after before up down out off as is am are was were be been being have has had having
@@ -37,7 +37,7 @@ STOPWORDS = words(
     """
 )
 
-FILLER_WORDS = words(
+FILLER_WORDS = word_set(
     """
     hi hey hello hiya bye goodbye thanks thank thx ty ok okay k kk yes yeah yep yup yea no
     nope nah sure lol lmao rofl haha hahaha hahahaha hehe heh wow whoa woah omg oh ah aw
@@ -70,11 +70,14 @@ def content_words(text: str) -> list[str]:
     return words
 
 
-SPACE_RE = re.compile(r"\s+")
+def tokens(text: str) -> list[str]:
+    return [w.lower() for w in WORD_RE.findall(text.replace("\u2019", "'"))]
 
+
+SPACE_RE = re.compile(r"\s+")
 DIGIT_RE = re.compile(r"\d")
 
-# --- pronoun resolution ------------------------------------------------------------------
+# --- verbs and the words around them (grammar, pronouns, names, markdown) ---------------
 
 ADVERBS = (
     r"(?:really|also|just|still|always|never|often|usually|actually|totally|finally|recently"
@@ -82,7 +85,7 @@ ADVERBS = (
     r"|only|mostly|now|first|personally|currently|generally|especially|def|so|too)"
 )
 
-IRREGULAR_PAST = words(
+IRREGULAR_PAST = word_set(
     """
     went saw got made took ran came gave found told thought felt left kept began brought
     bought caught taught built sent spent lost met paid said sat stood understood wrote
@@ -92,7 +95,7 @@ IRREGULAR_PAST = words(
     stuck hung shook forgave overcame undertook tore sought
     """
 )
-EMOTION_ADJECTIVES = words(
+EMOTION_ADJECTIVES = word_set(
     """
     excited thrilled happy glad stoked proud grateful thankful nervous scared worried tired
     exhausted stressed busy swamped blessed lucky interested inspired motivated determined
@@ -101,9 +104,7 @@ EMOTION_ADJECTIVES = words(
     obsessed hooked addicted
     """
 )
-# Words ending in -ing that are no verb: a sentence opening with one has no implicit
-
-FINITE_VERBS = words(
+FINITE_VERBS = word_set(
     """
     is was are were has have had looks seems sounds makes helps can will would could might
     should must does did gives keeps brings means feels takes lets gets becomes remains
@@ -112,7 +113,7 @@ FINITE_VERBS = words(
 )
 # Words that are a finite verb wherever they stand (with FINITE_VERBS, IRREGULAR_PAST
 # and the third-person forms below): a clause needs one after its subject.
-VERB_WORDS = words(
+VERB_WORDS = word_set(
     """
     am be do done says goes knows wants needs likes loves lives works uses costs runs
     shall may i'm i've i'd i'll we're we've we'll we'd you're you've you'll you'd they're
@@ -120,11 +121,5 @@ VERB_WORDS = words(
     it'll that'll he'd she'd it'd
     """
 )
-
 SUBJECT_PRONOUNS = frozenset({"i", "we", "you", "they"})  # a base-form verb may follow
-
-OBJECTS = words("him her them us me you it")
-
-
-def tokens(text: str) -> list[str]:
-    return [w.lower() for w in WORD_RE.findall(text.replace("\u2019", "'"))]
+OBJECTS = word_set("him her them us me you it")

@@ -16,10 +16,8 @@ from app.services.facts.offline.lexicon import (
     SPACE_RE,
     VERB_WORDS,
     tokens,
-    words,
+    word_set,
 )
-
-# --- formatting: markdown is layout, never a fact ----------------------------------------
 
 _FENCE_RE = re.compile(r"^\s*(?:```|~~~)")
 _HEADING_RE = re.compile(r"^\s{0,3}#{1,6}(?:\s|$)")
@@ -152,7 +150,7 @@ def _is_label(text: str) -> bool:
     )
 
 
-_FIRST_WORDS_OF_CLAUSES = words("i we you he she they it my our your his her their")
+_FIRST_WORDS_OF_CLAUSES = word_set("i we you he she they it my our your his her their")
 
 
 def _list_title(body: str, lines: list[str], index: int) -> bool:

@@ -11,10 +11,8 @@ from app.services.facts.offline.lexicon import (
     FILLER_WORDS,
     IRREGULAR_PAST,
     STOPWORDS,
-    words,
+    word_set,
 )
-
-# --- names -------------------------------------------------------------------------------
 
 _NAME_RE = re.compile(
     r"\b(?:[A-Z][A-Za-z'\u2019&.-]*[A-Za-z+]|[A-Z]{2,}\+?|[A-Z])"
@@ -60,7 +58,7 @@ def is_common_word(word: str, initial: bool) -> bool:
     )
 
 
-_COMMON_OPENERS = words(
+_COMMON_OPENERS = word_set(
     """
     love like painting music nature family life art work school kids being taking making
     having seeing finding getting playing reading writing running going thinking feels seems

@@ -18,11 +18,12 @@ from app.services.facts.offline.lexicon import (
     IRREGULAR_PAST,
     OBJECTS,
     SUBJECT_PRONOUNS,
-    words,
+    word_set,
 )
 
+# Words ending in -ing that are no verb: a sentence opening with one has no implicit
 # subject ("During the week ..." must not become "Tom is during the week ...").
-_NON_VERB_ING = words(
+_NON_VERB_ING = word_set(
     """
     something nothing anything everything thing king during according regarding including
     excluding notwithstanding pending morning evening wedding ceiling sibling
@@ -146,7 +147,7 @@ _AUXILIARY_RE = re.compile(r"^(is|has|was|will|can|would)\s+")
 
 # Words after which a participle belongs to the gerund's own phrase: "Trying to get it
 # fixed", "Working on a project I started".
-_GERUND_OBJECT_END = words("he she who that which to it get got be been being have has had")
+_GERUND_OBJECT_END = word_set("he she who that which to it get got be been being have has had")
 
 
 def _gerund_subject(following: list[str]) -> bool:
