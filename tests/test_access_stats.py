@@ -16,7 +16,8 @@ from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder
 from app.services.access.erasure import EraseIn, erase
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.retrieval.access_stats import AccessRecorder
 from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant

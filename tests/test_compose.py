@@ -34,7 +34,8 @@ from app.config import Settings, load_settings
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres, binaries_dir
 from app.providers.embedder import Embedder
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.conftest import free_port, operator_key, serve_in_thread
 

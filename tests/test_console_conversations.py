@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.services.memory.commit import ConversationIn, TurnIn, commit_conversation
+from app.services.memory.commit import commit_conversation
+from app.services.memory.schemas import ConversationIn, TurnIn
 from app.services.memory.sessions import SessionCloseIn, close_session
 from app.services.runtime import Elephant
 from tests.console_support import (

@@ -18,7 +18,8 @@ from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.models import RecordIn
 from app.services.memory import records
-from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.commit import commit_conversation, commit_note
+from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.runtime import Elephant
 from tests.console_support import (
     ConsoleSite,

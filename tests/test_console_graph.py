@@ -19,7 +19,8 @@ from app.console.graph_svg import layout
 from app.services.graph import operations as ops
 from app.services.graph.models import RecordIn, RelationRef
 from app.services.graph.neighbourhood import entity_neighbourhood
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.console_support import (
     ConsoleSite,

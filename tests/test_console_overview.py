@@ -20,7 +20,8 @@ from app.api import create_app
 from app.config import Settings
 from app.providers.llm import LLMUsage
 from app.services.jobs import queue
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.ops.overview import COST_NOT_CONFIGURED
 from app.services.ops.stats import stats
 from app.services.ops.usage import record_usage

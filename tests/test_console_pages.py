@@ -20,13 +20,8 @@ import pytest
 from app.services.graph import operations as ops
 from app.services.graph.models import RecordIn
 from app.services.memory import records
-from app.services.memory.commit import (
-    ConversationIn,
-    NoteIn,
-    TurnIn,
-    commit_conversation,
-    commit_note,
-)
+from app.services.memory.commit import commit_conversation, commit_note
+from app.services.memory.schemas import ConversationIn, NoteIn, TurnIn
 from app.services.runtime import Elephant
 from tests.console_support import (
     ConsoleSite,

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.console_support import (
     ConsoleSite,

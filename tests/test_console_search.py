@@ -12,13 +12,8 @@ from typing import Any
 import pytest
 
 from app.console.lanes import LaneMark, highlight, lane_chart, lane_marks, query_terms
-from app.services.memory.commit import (
-    ConversationIn,
-    NoteIn,
-    TurnIn,
-    commit_conversation,
-    commit_note,
-)
+from app.services.memory.commit import commit_conversation, commit_note
+from app.services.memory.schemas import ConversationIn, NoteIn, TurnIn
 from app.services.runtime import Elephant
 from tests.console_support import (
     ConsoleSite,

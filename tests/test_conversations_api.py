@@ -13,7 +13,8 @@ import pytest
 from app.api import create_app
 from app.config import Settings
 from app.services.access.keys import KeyIn, create_key
-from app.services.memory.commit import ConversationIn, TurnIn, commit_conversation
+from app.services.memory.commit import commit_conversation
+from app.services.memory.schemas import ConversationIn, TurnIn
 from app.services.memory.sessions import SessionCloseIn, close_session
 from app.services.memory.transcripts import get_transcript, list_conversations, turn_links
 from app.services.runtime import Elephant

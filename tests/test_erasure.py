@@ -26,7 +26,8 @@ from app.services.graph.age import graph_name
 from app.services.graph.models import RecordIn
 from app.services.graph.transfer import migrate_graph
 from app.services.jobs.runner import drain
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM

@@ -20,7 +20,8 @@ from app.errors import NotFound
 from app.services.access.keys import KeyIn, create_key
 from app.services.facts import history as fact_history
 from app.services.memory import records
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.conftest import api_client
 

@@ -19,7 +19,8 @@ from app.prompts import extract_facts
 from app.services.facts.model import ExtractedFact, TurnInput
 from app.services.facts.offline.extract import extract_offline
 from app.services.facts.offline.rewrite import ASSISTANT_CONFIDENCE
-from app.services.memory.commit import ConversationIn, commit_conversation
+from app.services.memory.commit import commit_conversation
+from app.services.memory.schemas import ConversationIn
 from app.services.runtime import Elephant
 from benchmarks import fact_quality
 from tests.conftest import api_client

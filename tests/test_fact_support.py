@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.services.memory.commit import ConversationIn, commit_conversation
+from app.services.memory.commit import commit_conversation
+from app.services.memory.schemas import ConversationIn
 from app.services.retrieval.search import LaneSizes, SearchHit, SearchRequest, search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings

@@ -14,7 +14,7 @@ from litestar.testing import TestClient
 
 from app.config import Settings
 from app.services.access.keys import KeyIn, create_key
-from app.services.gate import admission
+from app.services.gate import admit as gate
 from app.services.runtime import Elephant
 from tests.conftest import api_client
 
@@ -151,7 +151,7 @@ def test_a_rejected_window_keeps_its_text_but_is_not_admitted_alone(
 ) -> None:
     tenant = "gatelog-window"
     headers = {"X-Elephant-Tenant": tenant}
-    admission.set_threshold(elephant, tenant, 10.0)  # everything is rejected
+    gate.set_threshold(elephant, tenant, 10.0)  # everything is rejected
     turns = [{"speaker": "Ann", "text": "ok"}, {"speaker": "Ben", "text": "thanks"}]
     body = {"turns": turns, "window_size": 2}
     result = client.post("/commit_conversation", json=body, headers=headers)
@@ -175,7 +175,7 @@ def test_subject_erasure_removes_a_rejected_text_naming_them_beyond_the_preview(
 ) -> None:
     tenant = "gatelog-erase"
     headers = {"X-Elephant-Tenant": tenant}
-    admission.set_threshold(elephant, tenant, 10.0)  # everything is rejected
+    gate.set_threshold(elephant, tenant, 10.0)  # everything is rejected
     text = "filler words " * 30 + "and Zbigniew Quorn keeps the spare key"
     body = client.post("/commit", json={"text": text}, headers=headers).json()
     assert body["status"] == "rejected"

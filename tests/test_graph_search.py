@@ -16,7 +16,8 @@ from app.services.graph.age import graph_name
 from app.services.graph.backend import Backend
 from app.services.graph.linking import query_candidates
 from app.services.graph.models import EntityIn, RecordIn, RelationIn, ReviseIn
-from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.commit import commit_conversation, commit_note
+from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.ops.health import health
 from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant

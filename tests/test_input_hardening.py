@@ -22,7 +22,7 @@ from app.config import Settings
 from app.errors import InvalidInput
 from app.services.common.inputs import require_text
 from app.services.graph import reads
-from app.services.memory.commit import NoteIn
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.conftest import api_client, count_rows
 

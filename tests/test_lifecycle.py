@@ -13,9 +13,10 @@ import pytest
 from app.config import Settings
 from app.services.lifecycle import decay
 from app.services.lifecycle.activation import ActivationParams
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
 from app.services.memory.feedback import FeedbackIn, give_feedback
 from app.services.memory.records import get_memory
+from app.services.memory.schemas import NoteIn
 from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings

@@ -20,14 +20,9 @@ from app.providers.embedder_errors import EmbedderError
 from app.services.jobs.runner import drain
 from app.services.lifecycle import maintenance
 from app.services.lifecycle.run import run_now
-from app.services.memory.commit import (
-    ConversationIn,
-    NoteIn,
-    TurnIn,
-    commit_conversation,
-    commit_note,
-)
+from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.feedback import FeedbackIn, give_feedback
+from app.services.memory.schemas import ConversationIn, NoteIn, TurnIn
 from app.services.ops.doctor import diagnose
 from app.services.runtime import Elephant
 from tests.conftest import make_settings

@@ -25,7 +25,8 @@ from app.db import Database
 from app.db.capabilities import NOT_WANTED
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.ops.doctor import diagnose
 from app.services.ops.health import health
 from app.services.retrieval.search import SearchRequest, search

@@ -21,7 +21,8 @@ from app.prompts import extract_facts
 from app.services.access.keys import KeyIn, create_key
 from app.services.facts.model import TurnInput
 from app.services.jobs.runner import drain
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.conftest import api_client
 from tests.fakes import ScriptedLLM

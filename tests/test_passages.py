@@ -15,8 +15,9 @@ from app.db import Database
 from app.providers.embedder import Embedder
 from app.services.access.erasure import EraseIn, erase
 from app.services.jobs.runner import drain
-from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.passages import note_passages, spans
+from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.retrieval.search import LaneSizes, SearchRequest, search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings, unreachable_embedder

@@ -33,7 +33,8 @@ from app.providers.embedder import DEFAULT_MODEL, Embedder, LocalEmbedder
 from app.services.graph import operations as ops
 from app.services.graph.models import EntityIn, ObservationIn, RecordIn
 from app.services.jobs.runner import drain
-from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.commit import commit_conversation, commit_note
+from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.ops import reembed
 from app.services.ops.doctor import diagnose
 from app.services.retrieval.search import LaneSizes, SearchRequest, search

@@ -9,7 +9,8 @@ from litestar.testing import TestClient
 
 from app.config import Settings
 from app.providers.llm import LLMError
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.retrieval.reflect import (
     ReflectIn,
     ReflectSource,

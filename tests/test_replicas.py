@@ -34,8 +34,9 @@ from app.providers.embedder import Embedder
 from app.services.graph.models import EntityIn
 from app.services.graph.operations import create_entities
 from app.services.graph.reads import open_nodes
-from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.records import get_memory
+from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.ops.stats import stats
 from app.services.retrieval.search import SearchFilters, SearchRequest, search
 from app.services.runtime import Elephant

@@ -19,7 +19,8 @@ import pytest
 
 from app.config import Settings
 from app.providers.reranker import HTTPReranker
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.retrieval.search import RerankReport, SearchRequest, rerank_document, search
 from app.services.runtime import Elephant
 from tests.conftest import free_port

@@ -10,7 +10,8 @@ import pytest
 from litestar.testing import TestClient
 
 from app.config import Settings
-from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.commit import commit_conversation, commit_note
+from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.retrieval.access_stats import AccessRecorder
 from app.services.retrieval.search import (
     LaneRanks,

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from app.config import Settings
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.retrieval.query_dates import question_dates
 from app.services.retrieval.search import SearchRequest, search
 from app.services.runtime import Elephant

@@ -29,7 +29,8 @@ import pytest
 
 from app.api import create_app
 from app.config import Settings
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.ops import server_link
 from app.services.runtime import Elephant
 from tests.conftest import free_port

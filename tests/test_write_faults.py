@@ -15,7 +15,8 @@ from app.providers.llm import LLMError
 from app.services.jobs import queue
 from app.services.jobs.runner import drain, run_job, run_job_now
 from app.services.jobs.worker import Worker, start_worker
-from app.services.memory.commit import NoteIn, commit_note
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.conftest import make_settings, unreachable_embedder
 from tests.fakes import ScriptedLLM

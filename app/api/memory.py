@@ -15,20 +15,13 @@ from app.services.access.auth import Principal
 from app.services.common.inputs import Real
 from app.services.facts import contradictions
 from app.services.facts.contradictions import ContradictionList
-from app.services.gate import admission
 from app.services.gate import decisions as gate_log
-from app.services.gate.admission import GateMetrics
-from app.services.gate.admit import GateThreshold
+from app.services.gate.admit import GateThreshold, set_threshold
+from app.services.gate.decisions import GateMetrics
 from app.services.jobs import queue
-from app.services.memory.commit import (
-    ConversationIn,
-    ConversationResponse,
-    NoteIn,
-    NoteResponse,
-    commit_conversation,
-    commit_note,
-)
+from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.feedback import FeedbackIn, FeedbackResult, give_feedback
+from app.services.memory.schemas import ConversationIn, ConversationResponse, NoteIn, NoteResponse
 from app.services.runtime import Elephant
 from app.web.route_access import ADMIN, READ, WRITE
 
@@ -63,7 +56,7 @@ class MemoryController(Controller):
         wait: Wait = False,
     ) -> Response[NoteResponse]:
         result = commit_note(elephant, tenant, data, wait=wait)
-        return Response(result.response(), status_code=201 if result.status == "stored" else 200)
+        return Response(result.rounded(), status_code=201 if result.status == "stored" else 200)
 
     @post(
         "/commit_conversation",
@@ -107,7 +100,7 @@ class MemoryController(Controller):
         elephant: NamedDependency[Elephant],
         recent: Annotated[int, Parameter(ge=0, le=200)] = 20,
     ) -> GateMetrics:
-        return admission.metrics(elephant, tenant, recent)
+        return gate_log.metrics(elephant, tenant, recent)
 
     @get(
         "/amac/decisions",
@@ -169,7 +162,7 @@ class MemoryController(Controller):
         elephant: NamedDependency[Elephant],
         data: JSONBody[ThresholdIn],
     ) -> GateThreshold:
-        return admission.set_threshold(elephant, tenant, data.threshold)
+        return set_threshold(elephant, tenant, data.threshold)
 
     @get(
         "/contradictions",

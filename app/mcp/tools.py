@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 from app.errors import InvalidInput
 from app.mcp.context import current
 from app.mcp.registry import ToolSet
-from app.services.memory import commit, sessions
+from app.services.memory import commit, schemas, sessions
 from app.services.memory import feedback as feedback_service
 from app.services.ops import stats as stats_service
 from app.services.retrieval import reflect as reflect_service
@@ -30,7 +30,7 @@ Date = Annotated[
     str | None, Field(description="ISO 8601 date or date-time, e.g. 2025-06-01T14:00:00Z.")
 ]
 Turns = Annotated[
-    list[commit.TurnIn],
+    list[schemas.TurnIn],
     Field(min_length=1, description="In order: {speaker, text, timestamp?, id?} each."),
 ]
 Project = Annotated[
@@ -113,7 +113,7 @@ class StoreToolResult(TypedDict):
 class ConversationToolResult(TypedDict):
     conversation_id: str
     turns: int
-    windows: commit.WindowCounts
+    windows: schemas.WindowCounts
 
 
 class CloseSessionToolResult(TypedDict):
@@ -236,7 +236,7 @@ def store(
     """Remember a note in long-term memory. Duplicates are detected and an admission gate
     rejects chit-chat and vague text; facts are extracted in the background."""
     runtime = current()
-    note = commit.NoteIn(
+    note = schemas.NoteIn(
         text=text,
         source=source,
         importance=importance,
@@ -269,7 +269,7 @@ def commit_conversation(
     """Store a conversation: every turn verbatim, plus overlapping windows for search.
     Relative dates in it ('yesterday') resolve against session_date."""
     runtime = current()
-    conversation = commit.ConversationIn(
+    conversation = schemas.ConversationIn(
         turns=turns, session_date=session_date, conversation_id=conversation_id, source=source
     )
     result = commit.commit_conversation(runtime.elephant, runtime.tenant(), conversation)
@@ -302,7 +302,7 @@ def close_session(
         str | None, Field(description="The session as text; 'Name: text' lines are turns.")
     ] = None,
     turns: Annotated[
-        list[commit.TurnIn] | None, Field(description="Or the session as turns.")
+        list[schemas.TurnIn] | None, Field(description="Or the session as turns.")
     ] = None,
     session_date: Date = None,
 ) -> CloseSessionToolResult:

@@ -1,7 +1,7 @@
 """The Gate page: what the admission gate kept and refused, and why; admit a refused note.
 
-A thin adapter over app/services/gate/admission.py (counts, the threshold in force) and
-app/services/gate/decisions.py (the decisions, admitting a rejected note); the admit form
+A thin adapter over app/services/gate/decisions.py (counts, the threshold in force, the
+decisions, admitting a rejected note); the admit form
 posts here with the session's CSRF token and comes back (303) to the page with a notice.
 """
 
@@ -18,7 +18,6 @@ from litestar.response import Redirect, Template
 from app.console.forms import blank
 from app.console.render import access_of, page, query_string
 from app.errors import InvalidInput
-from app.services.gate import admission
 from app.services.gate import decisions as gate_log
 from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_READ, CONSOLE_WRITE
@@ -77,7 +76,7 @@ class GatePages(Controller):
             "gate/index.html",
             title="Gate",
             active="gate",
-            summary=admission.metrics(elephant, tenant, recent=0),
+            summary=gate_log.metrics(elephant, tenant, recent=0),
             found=found,
             filters=filters,
             keep={**filters, "limit": None if limit == PAGE_SIZE else limit},

@@ -5,11 +5,13 @@ offline heuristics; novelty (0-10) is measured against the nearest stored
 memories; the composite is their mean, compared with the tenant's threshold.
 The text reaches the LLM as quoted data (app.prompts.gate), so a memory cannot
 write its own scores; an LLM failure falls back to the offline scorer and the
-log says so. Every decision is written to admission_log.
+log says so. Every decision is written to admission_log (read back by
+app/services/gate/decisions.py). The tenant's threshold is read and set here.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -82,6 +84,21 @@ def tenant_threshold(conn: Connection, elephant: Elephant, tenant: str) -> float
     if row and row[0] is not None:
         return float(row[0])
     return elephant.settings.gate.threshold
+
+
+def set_threshold(elephant: Elephant, tenant: str, threshold: float | None) -> GateThreshold:
+    """Override (or with None, clear) this tenant's gate threshold; returns the one in force."""
+    with elephant.db.tenant(tenant) as conn:
+        if threshold is None:
+            conn.execute(
+                "UPDATE tenants SET settings = settings - 'gate_threshold' WHERE id = %s", (tenant,)
+            )
+        else:
+            conn.execute(
+                "UPDATE tenants SET settings = settings || %s::jsonb WHERE id = %s",
+                (json.dumps({"gate_threshold": threshold}), tenant),
+            )
+        return GateThreshold(threshold=tenant_threshold(conn, elephant, tenant))
 
 
 def judge(

@@ -1,8 +1,13 @@
-"""The gate's decisions, newest first, and admitting a rejected note after all.
+"""The gate's trail: its decisions read back, its metrics, and admitting a rejected note.
 
-Every text the A-MAC gate judged has a row in admission_log (app/services/gate/admit.py):
-its three scores, the composite against the threshold then in force, the reason and
-the scorer. A rejected text is kept whole in ``rejected_text`` so that a person who
+Every text the A-MAC gate judged has a row in admission_log (app/services/gate/admit.py
+writes it): its three scores, the composite against the threshold then in force, the
+reason and the scorer. This module is the one reader of those rows: one column list
+(sql/gate/decision_columns.sql) and one row reader (``_read``) serve the decisions
+page (GET /amac/decisions), a memory's decisions, and the recent rejections of the
+gate metrics (GET /amac/metrics, whose ``Rejection`` is a projection of a decision).
+
+A rejected text is kept whole in ``rejected_text`` so that a person who
 disagrees with the gate can admit it: the note is committed again through the
 ordinary commit path with ``force`` (so it is embedded, deduplicated, logged as a
 'forced' decision naming the rejected one, and its facts are extracted), and the
@@ -20,17 +25,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any
 
+from app.db.resources import load_sql, load_statement
+from app.db.runtime import Connection
 from app.errors import Conflict, InvalidInput, NotFound
 from app.services.common import paging
-from app.services.gate.admit import Decision, GateVerdict
-from app.services.memory.commit import CommitStatus, NoteIn, commit_note
+from app.services.gate.admit import Decision, GateVerdict, tenant_threshold
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import CommitStatus, NoteIn
 from app.services.runtime import Elephant
 
 LISTING = "decisions"
 DECISIONS: tuple[Decision, ...] = ("accepted", "rejected", "forced", "duplicate")
 KINDS = ("note", "window")
+_SCORES = ("relevance", "novelty", "specificity", "composite", "threshold")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,27 +95,92 @@ class Admission:
     job_id: int | None
 
 
-_COLUMNS = """
-    id, decision, kind, source, memory_id::text, text_preview, relevance, novelty,
-    specificity, composite, threshold, reason, scorer, created_at, rejected_text,
-    conversation_id::text, turn_start, turn_end"""
-_ROW_FIELDS = [f.name for f in fields(GateDecision) if f.name != "admittable"]  # _COLUMNS
-_FILTER = """
-    WHERE tenant_id = %(tenant)s
-      AND (%(decision)s::text IS NULL OR decision = %(decision)s)
-      AND (%(kind)s::text IS NULL OR kind = %(kind)s)"""
+@dataclass(frozen=True, slots=True)
+class GateCounts:
+    """Decisions by kind; ``llm_fallbacks``: scored offline because the LLM failed."""
+
+    total: int
+    accepted: int
+    rejected: int
+    forced: int
+    duplicate: int
+    llm_fallbacks: int
 
 
-def _decision(row: tuple[Any, ...]) -> GateDecision:
-    values = dict(zip(_ROW_FIELDS, row, strict=True))
-    for score in ("relevance", "novelty", "specificity", "composite", "threshold"):
-        values[score] = None if values[score] is None else round(float(values[score]), 3)
-    admittable = (
-        values["decision"] == "rejected"
-        and values["kind"] == "note"
-        and values["rejected_text"] is not None
-    )
-    return GateDecision(**values, admittable=admittable)
+@dataclass(frozen=True, slots=True)
+class MeanScores:
+    relevance: float | None
+    novelty: float | None
+    specificity: float | None
+    composite: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """A rejected memory as the admission log recorded it: a projection of its
+    GateDecision (``of``), kept as its own type because GET /amac/metrics has always
+    shown these fields, in this order, with the scores as stored (not rounded)."""
+
+    id: int
+    memory_id: str | None
+    kind: str
+    source: str
+    text_preview: str
+    relevance: float | None
+    novelty: float | None
+    specificity: float | None
+    composite: float | None
+    threshold: float | None
+    reason: str
+    scorer: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, decision: GateDecision) -> Rejection:
+        """The rejection a decision read unrounded (``_read(..., rounded=False)``) shows."""
+        return cls(**{name: getattr(decision, name) for name in _REJECTION_FIELDS})
+
+
+_REJECTION_FIELDS = [f.name for f in fields(Rejection)]
+
+
+@dataclass(frozen=True, slots=True)
+class GateMetrics:
+    """``composite_histogram``: decisions per whole composite point ("0" to "9")."""
+
+    threshold: float
+    counts: GateCounts
+    accept_rate: float | None
+    mean_scores: MeanScores
+    composite_histogram: dict[str, int]
+    recent_rejections: list[Rejection]
+    empty: bool
+
+
+# the columns of sql/gate/decision_columns.sql, in its order
+_ROW_FIELDS = [f.name for f in fields(GateDecision) if f.name != "admittable"]
+# the named parameters of sql/gate/*.sql: tenant, decision, kind, before, limit, memory
+DecisionParams = dict[str, str | int | None]
+
+
+def _read(
+    conn: Connection, statement: str, params: DecisionParams, *, rounded: bool = True
+) -> list[GateDecision]:
+    """The gate's log rows a statement selects (its columns: decision_columns.sql), as
+    decisions; ``rounded``: the scores to 3 decimals, as the decisions page shows them."""
+    decisions = []
+    for row in conn.execute(load_statement(statement), params).fetchall():
+        values = dict(zip(_ROW_FIELDS, row, strict=True))
+        if rounded:
+            for score in _SCORES:
+                values[score] = None if values[score] is None else round(float(values[score]), 3)
+        admittable = (
+            values["decision"] == "rejected"
+            and values["kind"] == "note"
+            and values["rejected_text"] is not None
+        )
+        decisions.append(GateDecision(**values, admittable=admittable))
+    return decisions
 
 
 def _check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
@@ -132,7 +205,7 @@ def list_decisions(
     _check_choice("decision", decision, DECISIONS)
     _check_choice("kind", kind, KINDS)
     before = paging.decode(LISTING, cursor, (int,))[0] if cursor is not None else None
-    params = {
+    params: DecisionParams = {
         "tenant": tenant,
         "decision": decision,
         "kind": kind,
@@ -140,27 +213,68 @@ def list_decisions(
         "limit": limit + 1,
     }
     with elephant.db.reading(tenant) as conn:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM admission_log {_FILTER} "
-            "AND (%(before)s::bigint IS NULL OR id < %(before)s) "
-            "ORDER BY id DESC LIMIT %(limit)s",
-            params,
-        ).fetchall()
-        counted = conn.execute(f"SELECT count(*) FROM admission_log {_FILTER}", params).fetchone()
-    items = [_decision(row) for row in rows[:limit]]
-    following = paging.encode(LISTING, (items[-1].id,)) if len(rows) > limit else None
+        found = _read(conn, "gate/decisions_page.sql", params)
+        counted = conn.execute(load_statement("gate/decisions_count.sql"), params).fetchone()
+    items = found[:limit]
+    following = paging.encode(LISTING, (items[-1].id,)) if len(found) > limit else None
     return DecisionPage(items, int(counted[0]) if counted else 0, limit, following)
 
 
 def decisions_for_memory(elephant: Elephant, tenant: str, memory_id: str) -> list[GateDecision]:
     """The decisions that stored a memory or matched it as a duplicate, oldest first."""
     with elephant.db.reading(tenant) as conn:
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM admission_log WHERE tenant_id = %s AND memory_id = %s "
-            "ORDER BY id",
-            (tenant, memory_id),
-        ).fetchall()
-    return [_decision(row) for row in rows]
+        return _read(conn, "gate/memory_decisions.sql", {"tenant": tenant, "memory": memory_id})
+
+
+def _mean(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 3)
+
+
+def metrics(elephant: Elephant, tenant: str, recent: int = 20) -> GateMetrics:
+    """Counts, mean scores and the composite histogram of every decision, the threshold
+    in force, and the ``recent`` newest rejections."""
+    with elephant.db.tenant(tenant) as conn:
+        cursor = conn.execute(load_sql("gate/admission_metrics.sql"), {"tenant": tenant})
+        names = [column.name for column in cursor.description or []]
+        row = cursor.fetchone()
+        assert row is not None
+        summary = dict(zip(names, row, strict=True))
+        rejected = _read(
+            conn,
+            "gate/decisions_page.sql",
+            {
+                "tenant": tenant,
+                "decision": "rejected",
+                "kind": None,
+                "before": None,
+                "limit": recent,
+            },
+            rounded=False,
+        )
+        threshold = tenant_threshold(conn, elephant, tenant)
+    counts = GateCounts(
+        total=int(summary["total"]),
+        accepted=int(summary["accepted"]),
+        rejected=int(summary["rejected"]),
+        forced=int(summary["forced"]),
+        duplicate=int(summary["duplicate"]),
+        llm_fallbacks=int(summary["llm_fallbacks"]),
+    )
+    judged = counts.accepted + counts.rejected
+    return GateMetrics(
+        threshold=threshold,
+        counts=counts,
+        accept_rate=round(counts.accepted / judged, 4) if judged else None,
+        mean_scores=MeanScores(
+            relevance=_mean(summary["mean_relevance"]),
+            novelty=_mean(summary["mean_novelty"]),
+            specificity=_mean(summary["mean_specificity"]),
+            composite=_mean(summary["mean_composite"]),
+        ),
+        composite_histogram=summary["composite_histogram"],
+        recent_rejections=[Rejection.of(decision) for decision in rejected],
+        empty=counts.total == 0,
+    )
 
 
 def admit(
@@ -173,27 +287,20 @@ def admit(
     The text is claimed first (cleared in its own transaction, so a second admission
     running at the same time finds nothing to admit), then committed; should the commit
     fail, the text is put back and the error is raised."""
-    claimed = _claim(elephant, tenant, decision_id)
-    text, source = claimed
+    text, source = _claim(elephant, tenant, decision_id)
     try:
         result = commit_note(elephant, tenant, NoteIn(text=text, source=source, force=True))
     except Exception:
         with elephant.db.tenant(tenant) as conn:
             conn.execute(
-                "UPDATE admission_log SET rejected_text = %s "
-                "WHERE tenant_id = %s AND id = %s AND rejected_text IS NULL",
-                (text, tenant, decision_id),
+                load_sql("gate/restore_rejected_text.sql"),
+                {"tenant": tenant, "decision": decision_id, "text": text},
             )
         raise
     by = f" by key {actor}" if actor else ""
     with elephant.db.tenant(tenant) as conn:
         row = conn.execute(
-            "UPDATE admission_log SET reason = %(note)s || reason "
-            "WHERE tenant_id = %(tenant)s AND id = ("
-            "  SELECT id FROM admission_log WHERE tenant_id = %(tenant)s"
-            "  AND memory_id = %(memory)s AND id > %(decision)s"
-            "  AND decision IN ('forced', 'duplicate') ORDER BY id DESC LIMIT 1"
-            ") RETURNING id",
+            load_sql("gate/admitted_reason.sql"),
             {
                 "note": f"admitted from rejected decision {decision_id}{by}; ",
                 "tenant": tenant,
@@ -215,9 +322,7 @@ def _claim(elephant: Elephant, tenant: str, decision_id: int) -> tuple[str, str]
     """(text, source) of an admittable rejected note, its rejected_text cleared."""
     with elephant.db.tenant(tenant) as conn:
         row = conn.execute(
-            "SELECT decision, kind, source, rejected_text FROM admission_log "
-            "WHERE tenant_id = %s AND id = %s FOR UPDATE",
-            (tenant, decision_id),
+            load_sql("gate/claim_rejected.sql"), {"tenant": tenant, "decision": decision_id}
         ).fetchone()
         if row is None:
             raise NotFound(f"no gate decision with id {decision_id} in this tenant")

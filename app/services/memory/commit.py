@@ -5,17 +5,18 @@ neighbours (novelty and near-dedup in one query) → A-MAC gate → store → en
 fact extraction. Embedding happens before the transaction; everything a commit
 writes (turns, memories, admission log, jobs) lands in one transaction or not at
 all. A duplicate bumps the stored memory's seen count and is never overwritten.
+
+The requests and results are app/services/memory/schemas.py; the statements that
+store a note, a conversation, its turns and windows are sql/memory/.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from dataclasses import dataclass, replace
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.db.resources import load_sql
 from app.db.runtime import Connection
@@ -24,175 +25,26 @@ from app.errors import InvalidInput
 from app.providers.embedder import Vectors
 from app.providers.embedder_errors import EmbedderError
 from app.services.access.tenants import tenant_owner
-from app.services.common.inputs import Label, Metadata, Name, NonBlank, Real, ShortText, When
 from app.services.common.text import content_hash
 from app.services.gate import admit as gate
 from app.services.gate.admit import LoggedDecision
 from app.services.jobs import queue
 from app.services.jobs.runner import run_job_now
 from app.services.memory import dedup, passages
+from app.services.memory.schemas import (
+    CommitStatus,
+    ConversationIn,
+    ConversationResult,
+    NoteIn,
+    NoteResponse,
+    WindowOutcome,
+)
 from app.services.memory.windows import Window, WindowTurn, build_windows
 from app.services.ops import metrics
 from app.services.runtime import Elephant
 
 EXTRACT_JOB = "extract_facts"
 TURNS_PER_EXTRACTION_JOB = 20
-
-
-# ------------------------------------------------------------------ inputs
-
-
-class _Input(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
-
-
-class NoteIn(_Input):
-    text: NonBlank = Field(description="The memory, verbatim.")
-    source: Label = Field("api", description="Where it came from.")
-    importance: Real | None = Field(None, ge=0, le=100, description="0-100; default 50.")
-    metadata: Metadata = Field(default_factory=dict)
-    occurred_at: When | None = Field(None, description="When it happened (the event date).")
-    force: bool = Field(False, description="Store even if the gate would reject it (logged).")
-    subject: Name | None = Field(
-        None, description='Who "I" and "my" in the note are; default: the tenant\'s owner.'
-    )
-
-
-class TurnIn(_Input):
-    speaker: Name
-    text: NonBlank
-    timestamp: When | None = None
-    id: ShortText | None = Field(None, description="Caller's turn id, e.g. D1:3.")
-
-
-class ConversationIn(_Input):
-    turns: list[TurnIn] = Field(min_length=1)
-    session_date: When | None = Field(None, description="Anchor for relative dates.")
-    conversation_id: ShortText | None = None
-    source: Label = "conversation"
-    window_size: int = Field(5, ge=1, le=100)
-    stride: int = Field(2, ge=1, le=100)
-    metadata: Metadata = Field(default_factory=dict)
-    force: bool = False
-
-    @model_validator(mode="after")
-    def _stride_within_window(self) -> ConversationIn:
-        if self.stride > self.window_size:
-            raise ValueError(
-                f"stride ({self.stride}) must be between 1 and window_size ({self.window_size})"
-            )
-        return self
-
-
-# ------------------------------------------------------------------ results
-
-
-CommitStatus = Literal["stored", "duplicate", "rejected"]
-
-
-@dataclass(frozen=True, slots=True)
-class NoteResponse:
-    """What /commit returns; ``facts`` and ``job_status`` once extraction ran (``wait``)."""
-
-    memory_id: str | None
-    status: CommitStatus
-    duplicate_of: str | None
-    gate: gate.GateVerdict
-    job_id: int | None
-    job_status: str | None
-    facts: int | None
-
-
-@dataclass
-class NoteResult:
-    memory_id: str | None
-    status: CommitStatus
-    gate: gate.GateVerdict
-    duplicate_of: str | None = None
-    job_id: int | None = None
-    facts: int | None = None
-    job_status: str | None = None
-
-    def response(self) -> NoteResponse:
-        return NoteResponse(
-            memory_id=self.memory_id,
-            status=self.status,
-            duplicate_of=self.duplicate_of,
-            gate=self.gate.rounded(),
-            job_id=self.job_id,
-            job_status=self.job_status,
-            facts=self.facts,
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class WindowOutcome:
-    """One window of a conversation: stored, a duplicate of ``memory_id``, or rejected."""
-
-    memory_id: str | None
-    turn_start: int
-    turn_end: int
-    status: CommitStatus
-    composite: float | None
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class WindowCounts:
-    stored: int
-    duplicate: int
-    rejected: int
-
-
-@dataclass(frozen=True, slots=True)
-class WindowReport(WindowCounts):
-    items: list[WindowOutcome]
-
-
-@dataclass(frozen=True, slots=True)
-class ConversationResponse:
-    """What /commit_conversation returns; ``facts`` and ``job_statuses`` with ``wait``."""
-
-    conversation_id: str
-    turns: int
-    windows: WindowReport
-    job_ids: list[int]
-    job_statuses: list[str] | None
-    facts: int | None
-
-
-@dataclass
-class ConversationResult:
-    conversation_id: str
-    turns: int
-    windows: list[WindowOutcome] = field(default_factory=list)
-    job_ids: list[int] = field(default_factory=list)
-    facts: int | None = None
-    job_statuses: list[str] | None = None
-
-    def window_counts(self) -> WindowCounts:
-        decisions = [window.status for window in self.windows]
-        return WindowCounts(
-            stored=decisions.count("stored"),
-            duplicate=decisions.count("duplicate"),
-            rejected=decisions.count("rejected"),
-        )
-
-    def response(self) -> ConversationResponse:
-        counts = self.window_counts()
-        return ConversationResponse(
-            conversation_id=self.conversation_id,
-            turns=self.turns,
-            windows=WindowReport(
-                stored=counts.stored,
-                duplicate=counts.duplicate,
-                rejected=counts.rejected,
-                items=self.windows,
-            ),
-            job_ids=self.job_ids,
-            job_statuses=self.job_statuses,
-            facts=self.facts,
-        )
 
 
 # ------------------------------------------------------------------ shared steps
@@ -288,11 +140,7 @@ def _novelty_similarity(
 
 
 def _bump(conn: Connection, tenant: str, memory_id: str) -> None:
-    conn.execute(
-        "UPDATE memories SET seen_count = seen_count + 1, last_seen_at = now() "
-        "WHERE tenant_id = %s AND id = %s",
-        (tenant, memory_id),
-    )
+    conn.execute(load_sql("memory/seen_again.sql"), {"tenant": tenant, "memory": memory_id})
 
 
 def _existing_by_hash(conn: Connection, tenant: str, digests: Sequence[str]) -> dict[str, str]:
@@ -369,37 +217,42 @@ def _screen(
 # ------------------------------------------------------------------ notes
 
 
-def commit_note(elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = False) -> NoteResult:
+def commit_note(
+    elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = False
+) -> NoteResponse:
+    """Store one note, unless it is a duplicate or the gate rejects it; the result holds
+    the gate's scores as computed (/commit answers with ``rounded()``)."""
     _check_length(elephant, note.text, "text")
     digest = content_hash(note.text)
     parts = passages.note_passages(note.text, elephant.settings.embedding.passage_words)
     vectors = _embed(elephant, [note.text] + [p.text for p in parts])
     candidate = _Candidate(note.text, digest, None if vectors is None else vectors[0])
+    memory_id: str | None = None
+    duplicate_of: str | None = None
+    job_id: int | None = None
+    status: CommitStatus = "rejected"
     with elephant.db.tenant(tenant) as conn:
         verdict, duplicate_of = _screen(elephant, conn, tenant, [candidate], force=note.force)[0]
-        result = NoteResult(memory_id=None, status="rejected", gate=verdict)
         if verdict.decision == "duplicate":
             assert duplicate_of is not None
             _bump(conn, tenant, duplicate_of)
-            result = NoteResult(duplicate_of, "duplicate", verdict, duplicate_of=duplicate_of)
+            memory_id, status = duplicate_of, "duplicate"
         elif verdict.admitted:
             row = conn.execute(
-                "INSERT INTO memories (tenant_id, kind, text, embedding, source, importance, "
-                "event_at, content_hash, metadata) "
-                "VALUES (%s, 'note', %s, %s, %s, %s, %s, %s, %s) RETURNING id",
-                (
-                    tenant,
-                    note.text,
-                    candidate.embedding,
-                    note.source,
-                    50.0 if note.importance is None else note.importance,
-                    note.occurred_at,
-                    digest,
-                    json.dumps(note.metadata),
-                ),
+                load_sql("memory/insert_note.sql"),
+                {
+                    "tenant": tenant,
+                    "text": note.text,
+                    "embedding": candidate.embedding,
+                    "source": note.source,
+                    "importance": 50.0 if note.importance is None else note.importance,
+                    "event_at": note.occurred_at,
+                    "digest": digest,
+                    "metadata": json.dumps(note.metadata),
+                },
             ).fetchone()
             assert row is not None
-            memory_id = str(row[0])
+            memory_id, status = str(row[0]), "stored"
             # who "I" is, fixed now: a later change of the tenant's owner does not rewrite it
             subject = note.subject or tenant_owner(conn, elephant, tenant).owner
             job_id = queue.enqueue(
@@ -413,23 +266,28 @@ def commit_note(elephant: Elephant, tenant: str, note: NoteIn, *, wait: bool = F
                 _enqueue_backfill(elephant, conn, tenant)
             elif parts:
                 passages.store_note_passages(conn, tenant, memory_id, parts, vectors[1:])
-            result = NoteResult(memory_id, "stored", verdict, job_id=job_id)
         gate.log_decisions(
             conn,
             tenant,
-            [LoggedDecision(verdict, result.memory_id, "note", note.source, note.text, digest)],
+            [LoggedDecision(verdict, memory_id, "note", note.source, note.text, digest)],
         )
-    if wait and result.job_id is not None:
-        result.facts, result.job_status = _run_now(elephant, tenant, result.job_id)
-    return result
+    facts: int | None = None
+    job_status: str | None = None
+    if wait and job_id is not None:
+        facts, job_status = _run_now(elephant, tenant, job_id)
+    return NoteResponse(
+        memory_id=memory_id,
+        status=status,
+        duplicate_of=duplicate_of,
+        gate=verdict,
+        job_id=job_id,
+        job_status=job_status,
+        facts=facts,
+    )
 
 
 def _enqueue_backfill(elephant: Elephant, conn: Connection, tenant: str) -> None:
-    pending = conn.execute(
-        "SELECT 1 FROM jobs WHERE tenant_id = %s AND kind = 'embed_memories' "
-        "AND status IN ('queued', 'running')",
-        (tenant,),
-    ).fetchone()
+    pending = conn.execute(load_sql("memory/embed_job_pending.sql"), {"tenant": tenant}).fetchone()
     if pending is None:
         queue.enqueue(
             conn, tenant, "embed_memories", {}, max_attempts=elephant.settings.worker.max_attempts
@@ -478,7 +336,7 @@ def commit_conversation(
     ]
     with elephant.db.tenant(tenant) as conn:
         conversation_id, offset = _upsert_conversation(conn, tenant, conversation)
-        _insert_turns(conn, tenant, conversation_id, offset, turns, conversation.metadata)
+        _insert_turns(conn, tenant, conversation_id, offset, turns)
         if embedded is not None:
             shifted = [replace(p, seq=p.seq + offset) for p in parts if p.seq is not None]
             passages.store_turn_passages(
@@ -568,22 +426,19 @@ def _upsert_conversation(
         ).fetchone()
         if row is not None:
             offset = conn.execute(
-                "SELECT coalesce(max(seq) + 1, 0) FROM turns "
-                "WHERE tenant_id = %s AND conversation_id = %s",
-                (tenant, row[0]),
+                load_sql("memory/next_turn_seq.sql"), {"tenant": tenant, "conversation": row[0]}
             ).fetchone()
             assert offset is not None
             return str(row[0]), int(offset[0])
     row = conn.execute(
-        "INSERT INTO conversations (tenant_id, external_id, source, session_date, metadata) "
-        "VALUES (%s, %s, %s, %s, %s) RETURNING id",
-        (
-            tenant,
-            conversation.conversation_id,
-            conversation.source,
-            conversation.session_date,
-            json.dumps(conversation.metadata),
-        ),
+        load_sql("memory/insert_conversation.sql"),
+        {
+            "tenant": tenant,
+            "external_id": conversation.conversation_id,
+            "source": conversation.source,
+            "session_date": conversation.session_date,
+            "metadata": json.dumps(conversation.metadata),
+        },
     ).fetchone()
     assert row is not None
     return str(row[0]), 0
@@ -595,24 +450,22 @@ def _insert_turns(
     conversation_id: str,
     offset: int,
     turns: Sequence[WindowTurn],
-    metadata: dict[str, Any],
 ) -> None:
     # executemany runs in pipeline mode; COPY would be faster but PostgreSQL does not
     # allow COPY FROM into tables with row-level security.
     with conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO turns (tenant_id, conversation_id, seq, speaker, text, occurred_at, "
-            "source_turn_id) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            load_sql("memory/insert_turns.sql"),
             [
-                (
-                    tenant,
-                    conversation_id,
-                    turn.seq + offset,
-                    turn.speaker,
-                    turn.text,
-                    turn.when,
-                    turn.source_turn_id,
-                )
+                {
+                    "tenant": tenant,
+                    "conversation": conversation_id,
+                    "seq": turn.seq + offset,
+                    "speaker": turn.speaker,
+                    "text": turn.text,
+                    "occurred_at": turn.when,
+                    "source_turn_id": turn.source_turn_id,
+                }
                 for turn in turns
             ],
         )
@@ -634,24 +487,20 @@ def _insert_windows(
         return ids
     with conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO memories (tenant_id, kind, text, embedding, source, conversation_id, "
-            "turn_start, turn_end, source_turn_ids, event_at, content_hash) "
-            "VALUES (%s, 'window', %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (tenant_id, content_hash) DO UPDATE "
-            "SET seen_count = memories.seen_count + 1, last_seen_at = now() RETURNING id",
+            load_sql("memory/insert_window.sql"),
             [
-                (
-                    tenant,
-                    windows[i].text,
-                    candidates[i].embedding,
-                    conversation.source,
-                    conversation_id,
-                    windows[i].turn_start + offset,
-                    windows[i].turn_end + offset,
-                    windows[i].source_turn_ids,
-                    windows[i].event_at,
-                    candidates[i].digest,
-                )
+                {
+                    "tenant": tenant,
+                    "text": windows[i].text,
+                    "embedding": candidates[i].embedding,
+                    "source": conversation.source,
+                    "conversation": conversation_id,
+                    "turn_start": windows[i].turn_start + offset,
+                    "turn_end": windows[i].turn_end + offset,
+                    "source_turn_ids": windows[i].source_turn_ids,
+                    "event_at": windows[i].event_at,
+                    "digest": candidates[i].digest,
+                }
                 for i in keep
             ],
             returning=True,

@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from app.errors import InvalidInput
-from app.services.memory.commit import ConversationIn, NoteIn, commit_conversation, commit_note
+from app.services.memory.commit import commit_conversation, commit_note
+from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.runtime import Elephant
 
 _SESSION_KEY = re.compile(r"^session_(\d+)$")

@@ -35,7 +35,8 @@ from app.services.common.inputs import (
     require_text,
 )
 from app.services.common.jsonable import utc_text
-from app.services.memory.commit import ConversationIn, TurnIn, WindowCounts, commit_conversation
+from app.services.memory.commit import commit_conversation
+from app.services.memory.schemas import ConversationIn, TurnIn, WindowCounts
 from app.services.ops.usage import record_usage
 from app.services.runtime import Elephant
 
