@@ -1,8 +1,9 @@
 """The graph in Apache AGE: one graph per tenant, entities as vertices, relations as edges.
 
 Every Cypher text here is a constant of this module; values travel in the
-third argument of ``cypher()`` as one JSON map. The only things spliced into a
-statement are the graph name, derived from the (validated) tenant id, and edge
+third argument of ``cypher()`` as one JSON map. The SQL statements (the reads that go
+to AGE's label tables directly, and provisioning) are sql/graph/age_*.sql. The only
+things spliced into a statement are the graph name, derived from the (validated) tenant id, and edge
 labels taken from the closed relation vocabulary, never from a caller's string.
 Vertices are found through ``{key: ...}`` patterns, which AGE turns into a
 ``properties @>`` test that the GIN index on the label table answers; edges
@@ -23,8 +24,10 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from app.db.resources import fragment
 from app.db.runtime import Connection, Database
 from app.errors import CapabilityMissing
+from app.protocol import JSONObject
 from app.services.graph.store import Entity, GraphCounts, Relation, Walk
 from app.services.graph.vocabulary import RELATIONS
 from app.services.graph.walk import walk_by_hops
@@ -46,6 +49,21 @@ def graph_name(tenant: str) -> str:
     """Readable and collision-free: 'team-a' and 'team_a' differ by the hash suffix."""
     digest = hashlib.sha256(tenant.encode()).hexdigest()[:8]
     return f"g_{tenant.replace('-', '_')[:40]}_{digest}"
+
+
+def _statement(name: str) -> str:
+    """``sql/graph/age_<name>.sql``: the SQL statements of this store, each documented there."""
+    return fragment(f"graph/age_{name}.sql")
+
+
+def _vertices(tenant: str) -> sql.Identifier:
+    """The tenant graph's Entity label table (every vertex)."""
+    return sql.Identifier(graph_name(tenant), ENTITY_LABEL)
+
+
+def _edges(tenant: str) -> sql.Identifier:
+    """The tenant graph's parent edge table (every edge, whatever its label)."""
+    return sql.Identifier(graph_name(tenant), "_ag_label_edge")
 
 
 def _decode(value: Any) -> Any:
@@ -75,10 +93,7 @@ def cypher_statement(
     # AGE wants the query as a dollar-quoted constant; the text is ours, never a caller's.
     if "$cypher$" in cypher_text or "%" in cypher_text:
         raise ValueError(f"Cypher text may not contain '$cypher$' or '%': {cypher_text!r}")
-    return sql.SQL(
-        "SELECT * FROM ag_catalog.cypher({graph}, $cypher${query}$cypher$, "
-        "%s::ag_catalog.agtype) AS ({cols})"
-    ).format(
+    return sql.SQL(_statement("cypher")).format(
         graph=sql.Literal(graph),
         query=sql.SQL(cypher_text),
         cols=sql.SQL(", ").join(
@@ -102,7 +117,7 @@ class AGEGraphStore:
         conn: Connection,
         tenant: str,
         query: str,
-        params: dict[str, Any],
+        params: JSONObject,
         columns: Sequence[str] = ("r",),
         *,
         label: str | None = None,
@@ -150,34 +165,20 @@ class AGEGraphStore:
         if not self.exists(conn, tenant):
             return GraphCounts(entities=0, relations={})
         entities = conn.execute(
-            sql.SQL("SELECT count(*) FROM {}").format(
-                sql.Identifier(graph_name(tenant), ENTITY_LABEL)
-            )
+            sql.SQL("SELECT count(*) FROM {}").format(_vertices(tenant))
         ).fetchone()
-        rows = conn.execute(
-            sql.SQL(
-                "SELECT c.relname::text, (r.properties::text::jsonb ->> 'valid_to') IS NULL, "
-                "count(*) FROM {} AS r JOIN pg_catalog.pg_class AS c ON c.oid = r.tableoid "
-                "GROUP BY 1, 2 ORDER BY 1"
-            ).format(sql.Identifier(graph_name(tenant), "_ag_label_edge"))
-        ).fetchall()
+        rows = conn.execute(sql.SQL(_statement("counts")).format(edges=_edges(tenant))).fetchall()
         return GraphCounts.tally(int(entities[0]) if entities else 0, rows)
 
     # ------------------------------------------------------------ entities
 
     def entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, Entity]:
-        """In the order asked. Read in SQL through the unique key index: the Cypher form
-        (UNWIND + MATCH) took ~6 ms for one key and over a second for 200 at 10k entities."""
+        """In the order asked, read in SQL through the unique key index (sql/graph/
+        age_entities.sql)."""
         if not keys:
             return {}
         wanted = list(dict.fromkeys(keys))
-        statement = sql.SQL(
-            "SELECT e.properties::text FROM {entity} AS e "
-            "WHERE ag_catalog.agtype_access_operator("
-            "          VARIADIC ARRAY[e.properties, '\"key\"'::ag_catalog.agtype]) "
-            "      OPERATOR(ag_catalog.=) ANY ("
-            "          SELECT to_json(k)::text::ag_catalog.agtype FROM unnest(%s::text[]) AS k)"
-        ).format(entity=sql.Identifier(graph_name(tenant), ENTITY_LABEL))
+        statement = sql.SQL(_statement("entities")).format(entity=_vertices(tenant))
         found = [_entity(json.loads(row[0])) for row in conn.execute(statement, (wanted,))]
         by_key = {entity.key: entity for entity in found}
         return {key: by_key[key] for key in wanted if key in by_key}
@@ -251,10 +252,7 @@ class AGEGraphStore:
     def named(self, conn: Connection, tenant: str, keys: Sequence[str], pattern: str) -> set[str]:
         if not self.exists(conn, tenant):
             return set()
-        statement = sql.SQL(
-            "SELECT v.p ->> 'key' FROM (SELECT e.properties::text::jsonb AS p FROM {entity} AS e)"
-            " AS v WHERE v.p ->> 'key' = ANY(%s) OR v.p ->> 'name' ~* %s"
-        ).format(entity=sql.Identifier(graph_name(tenant), ENTITY_LABEL))
+        statement = sql.SQL(_statement("named")).format(entity=_vertices(tenant))
         rows = conn.execute(statement, (sorted(set(keys)), pattern)).fetchall()
         return {str(row[0]) for row in rows}
 
@@ -269,17 +267,9 @@ class AGEGraphStore:
     def count_relations(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
         if not keys or not self.exists(conn, tenant):
             return 0
-        graph = graph_name(tenant)
         row = conn.execute(
-            sql.SQL(
-                "WITH doomed AS MATERIALIZED (SELECT e.id FROM {entity} AS e "
-                "  WHERE e.properties::text::jsonb ->> 'key' = ANY(%s)) "
-                "SELECT count(*) FROM {edges} AS r "
-                "WHERE r.start_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM doomed) "
-                "   OR r.end_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM doomed)"
-            ).format(
-                entity=sql.Identifier(graph, ENTITY_LABEL),
-                edges=sql.Identifier(graph, "_ag_label_edge"),
+            sql.SQL(_statement("count_relations")).format(
+                entity=_vertices(tenant), edges=_edges(tenant)
             ),
             (sorted(set(keys)),),
         ).fetchone()
@@ -293,46 +283,13 @@ class AGEGraphStore:
     def entities_with_relations(
         self, conn: Connection, tenant: str, keys: Sequence[str], *, active_only: bool
     ) -> tuple[dict[str, Entity], list[Relation]]:
-        """The entities among the keys and every edge touching them: one statement.
-
-        Read from AGE's label tables in SQL: the Cypher form (UNWIND + MATCH) is
-        planned with a guessed 1000 rows per UNWIND and hash-joins every edge of
-        the graph (~17 ms at 30k edges and growing); this walks the key index and
-        the start_id / end_id indexes instead.
-        """
+        """The entities among the keys and every edge touching them: one statement, read
+        from AGE's label tables in SQL (sql/graph/age_entities_with_relations.sql says
+        why not in Cypher)."""
         if not keys:
             return {}, []
-        statement = sql.SQL(
-            """
-            WITH seeds AS MATERIALIZED (
-                SELECT e.id, e.properties FROM {entity} AS e
-                WHERE ag_catalog.agtype_access_operator(
-                          VARIADIC ARRAY[e.properties, '"key"'::ag_catalog.agtype])
-                      OPERATOR(ag_catalog.=) ANY (
-                          SELECT to_json(k)::text::ag_catalog.agtype
-                          FROM unnest(%s::text[]) AS k)
-            ),
-            touching AS (
-                SELECT r.id, r.tableoid, r.start_id, r.end_id, r.properties FROM {edges} AS r
-                WHERE r.start_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM seeds)
-                UNION
-                SELECT r.id, r.tableoid, r.start_id, r.end_id, r.properties FROM {edges} AS r
-                WHERE r.end_id OPERATOR(ag_catalog.=) ANY (SELECT id FROM seeds)
-            )
-            SELECT NULL::text, s.properties::text, NULL::text, NULL::text, NULL::bigint
-            FROM seeds AS s
-            UNION ALL
-            SELECT c.relname::text, a.properties::text, b.properties::text, t.properties::text,
-                   t.id::text::bigint
-            FROM touching AS t
-            JOIN pg_catalog.pg_class AS c ON c.oid = t.tableoid
-            JOIN {entity} AS a ON a.id OPERATOR(ag_catalog.=) t.start_id
-            JOIN {entity} AS b ON b.id OPERATOR(ag_catalog.=) t.end_id
-            ORDER BY 5 NULLS FIRST
-            """
-        ).format(
-            entity=sql.Identifier(graph_name(tenant), ENTITY_LABEL),
-            edges=sql.Identifier(graph_name(tenant), "_ag_label_edge"),
+        statement = sql.SQL(_statement("entities_with_relations")).format(
+            entity=_vertices(tenant), edges=_edges(tenant)
         )
         rows = conn.execute(statement, (list(dict.fromkeys(keys)),)).fetchall()
         entities: dict[str, Entity] = {}
@@ -410,7 +367,7 @@ def _by_type(relations: Sequence[Relation]) -> dict[str, list[Relation]]:
     return groups
 
 
-def _entity(props: dict[str, Any]) -> Entity:
+def _entity(props: JSONObject) -> Entity:
     return Entity(
         key=str(props["key"]),
         name=str(props.get("name", props["key"])),
@@ -446,14 +403,7 @@ def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> Non
         is None
     ):
         conn.execute("SELECT ag_catalog.create_graph(%s::name)", (graph,))
-    labels = {
-        row[0]
-        for row in conn.execute(
-            "SELECT l.name FROM ag_catalog.ag_label AS l JOIN ag_catalog.ag_graph AS g "
-            "ON g.graphid = l.graph WHERE g.name = %s",
-            (graph,),
-        )
-    }
+    labels = {row[0] for row in conn.execute(_statement("labels"), (graph,))}
     if ENTITY_LABEL not in labels:
         conn.execute(
             "SELECT ag_catalog.create_vlabel(%s::cstring, %s::cstring)", (graph, ENTITY_LABEL)
@@ -468,12 +418,7 @@ def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> Non
         )
         conn.execute(sql.SQL("CREATE INDEX ON {} USING gin (properties)").format(table))
         # One vertex per key, whatever the concurrency.
-        conn.execute(
-            sql.SQL(
-                "CREATE UNIQUE INDEX ON {} (ag_catalog.agtype_access_operator("
-                "VARIADIC ARRAY[properties, '\"key\"'::ag_catalog.agtype]))"
-            ).format(table)
-        )
+        conn.execute(sql.SQL(_statement("key_index")).format(table=table))
     for relation_type in RELATIONS:
         if relation_type in labels:
             continue

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 import psycopg
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import ElephantError
 from app.services.facts.model import ExtractedFact
@@ -108,8 +109,7 @@ def _link(
     )  # fmt: skip
     with conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO fact_entities (tenant_id, fact_id, entity_key, link) "
-            "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+            load_sql("graph/link_facts.sql"),
             links,
         )
     return len(links)

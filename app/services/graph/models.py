@@ -10,6 +10,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.protocol import JSONObject
 from app.services.common.inputs import NON_BLANK, TEXT, Name, Text, When
 from app.services.graph import vocabulary as vocab
 from app.services.graph.store import Entity, Relation
@@ -181,16 +182,18 @@ class OpenIn(NamesIn):
 # strings stored in the graph.
 
 
-class _Result:
+class GraphResult:
+    """A graph read's or write's typed result (dataclass or msgspec Struct)."""
+
     __slots__ = ()
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The JSON form, exactly what the API sends (for the MCP tools and the CLI)."""
-        return cast(dict[str, Any], msgspec.to_builtins(self))
+        return cast(JSONObject, msgspec.to_builtins(self))
 
 
 @dataclass(frozen=True, slots=True)
-class GraphEntity(_Result):
+class GraphEntity(GraphResult):
     """An entity: its name, role (entity_type), domain, epistemic status and validity."""
 
     name: str
@@ -221,7 +224,7 @@ class GraphEntity(_Result):
 
 
 @dataclass(frozen=True, slots=True)
-class GraphRelation(_Result):
+class GraphRelation(GraphResult):
     """A relation between two entities (by name), with its validity and epistemic status."""
 
     source: str
@@ -245,7 +248,7 @@ class GraphRelation(_Result):
         )
 
 
-class GraphObservation(_Result, msgspec.Struct, frozen=True):
+class GraphObservation(GraphResult, msgspec.Struct, frozen=True):
     """An observation of an entity; valid_to and status_now only in a read "as of"."""
 
     id: str
@@ -276,7 +279,7 @@ class GraphNode(GraphEntity):
 
 
 @dataclass(frozen=True, slots=True)
-class EntitySummary(_Result):
+class EntitySummary(GraphResult):
     """An entity in a summary page: counts instead of observations and relations."""
 
     name: str
@@ -287,7 +290,7 @@ class EntitySummary(_Result):
     relations: int
 
 
-class RecordResult(_Result, msgspec.Struct, frozen=True):
+class RecordResult(GraphResult, msgspec.Struct, frozen=True):
     """What a write did: entities created or merged, relations and observations added or
     already there (duplicates are skipped), and the ids of the new observations."""
 
@@ -331,33 +334,33 @@ class DecisionResult(RecordResult, frozen=True, kw_only=True):
 
 
 @dataclass(frozen=True, slots=True)
-class ObservationsInvalidated(_Result):
+class ObservationsInvalidated(GraphResult):
     observations_invalidated: int
 
 
 @dataclass(frozen=True, slots=True)
-class RelationsInvalidated(_Result):
+class RelationsInvalidated(GraphResult):
     relations_invalidated: int
 
 
 @dataclass(frozen=True, slots=True)
-class ObservationsDeleted(_Result):
+class ObservationsDeleted(GraphResult):
     observations_deleted: int
 
 
 @dataclass(frozen=True, slots=True)
-class EntitiesDeleted(_Result):
+class EntitiesDeleted(GraphResult):
     entities_deleted: int
     missing: list[str]
 
 
 @dataclass(frozen=True, slots=True)
-class RelationsDeleted(_Result):
+class RelationsDeleted(GraphResult):
     relations_deleted: int
 
 
 @dataclass(frozen=True, slots=True)
-class OpenedNodes(_Result):
+class OpenedNodes(GraphResult):
     """The entities found, in the order asked, and the names not in the graph."""
 
     entities: list[GraphNode]
@@ -365,7 +368,7 @@ class OpenedNodes(_Result):
 
 
 @dataclass(frozen=True, slots=True)
-class NodeSearchResult(_Result):
+class NodeSearchResult(GraphResult):
     """One page of matches; total_matched and truncated say what was left out."""
 
     query: str
@@ -375,7 +378,7 @@ class NodeSearchResult(_Result):
 
 
 @dataclass(frozen=True, slots=True)
-class Neighbourhood(_Result):
+class Neighbourhood(GraphResult):
     """Nodes and edges around the seeds; truncated when the limit left nodes out."""
 
     nodes: list[GraphEntity]

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import InvalidInput, NotFound
 from app.services.common.inputs import require_text
@@ -201,15 +202,7 @@ def _source_facts(
     if not pairs:
         return {}
     rows = conn.execute(
-        "SELECT DISTINCT ON (p.s, p.t) p.s, p.t, f.id, f.text "
-        "FROM unnest(%(subjects)s::text[], %(others)s::text[]) AS p (s, t) "
-        "JOIN fact_entities AS a ON a.tenant_id = %(tenant)s AND a.entity_key = p.s "
-        "     AND a.link = 'about' "
-        "JOIN fact_entities AS b ON b.tenant_id = a.tenant_id AND b.fact_id = a.fact_id "
-        "     AND b.entity_key = p.t "
-        "JOIN facts AS f ON f.tenant_id = a.tenant_id AND f.id = a.fact_id "
-        "WHERE f.tenant_id = %(tenant)s AND f.observation_kind IS NULL "
-        "ORDER BY p.s, p.t, f.created_at, f.id",
+        load_sql("graph/source_facts.sql"),
         {
             "tenant": tenant,
             "subjects": [p[0] for p in pairs],
@@ -224,12 +217,7 @@ def _observations(
 ) -> tuple[list[Observation], int]:
     """Every observation of the entity (any status), earliest validity first, bounded."""
     rows = conn.execute(
-        "SELECT f.id, f.text, coalesce(f.observation_kind, 'note'), f.source, f.status, "
-        "f.valid_from, f.valid_to, f.recorded_at, count(*) OVER () "
-        "FROM fact_entities AS fe JOIN facts AS f "
-        "ON f.tenant_id = fe.tenant_id AND f.id = fe.fact_id "
-        "WHERE fe.tenant_id = %s AND fe.entity_key = %s AND fe.link = 'about' "
-        "ORDER BY f.valid_from NULLS FIRST, f.recorded_at, f.created_at, f.id LIMIT %s",
+        load_sql("graph/entity_observations.sql"),
         (tenant, key, MAX_OBSERVATIONS),
     ).fetchall()
     total = int(rows[0][8]) if rows else 0

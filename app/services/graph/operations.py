@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import CapabilityMissing, InvalidInput
 from app.providers.embedder_errors import EmbedderError
@@ -296,11 +297,7 @@ def insert_observations(
     valid_from = datetime.fromisoformat(stamp)
     with conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO facts (tenant_id, subject, text, embedding, fact_type, confidence, "
-            "entities, valid_from, source, observation_kind, observation_key, created_at) "
-            "VALUES (%s, %s, %s, %s, 'world', 1.0, %s, %s, %s, %s, %s, clock_timestamp()) "
-            "ON CONFLICT (tenant_id, observation_key) "
-            "WHERE status = 'active' AND observation_key IS NOT NULL DO NOTHING RETURNING id",
+            load_sql("graph/insert_observation.sql"),
             [
                 (
                     tenant,
@@ -322,13 +319,9 @@ def insert_observations(
             row = cursor.fetchone()
             if row is not None:
                 added.append(str(row[0]))
-                links.append((tenant, row[0], observation.entity))
+                links.append((tenant, row[0], observation.entity, "about"))
             cursor.nextset()
-        cursor.executemany(
-            "INSERT INTO fact_entities (tenant_id, fact_id, entity_key, link) "
-            "VALUES (%s, %s, %s, 'about') ON CONFLICT DO NOTHING",
-            links,
-        )
+        cursor.executemany(load_sql("graph/link_facts.sql"), links)
     return added
 
 
@@ -539,9 +532,7 @@ def delete_entities(elephant: Elephant, tenant: str, names: list[str]) -> Entiti
         found = store.entities(conn, tenant, keys)
         params = {"tenant": tenant, "keys": list(found)}
         conn.execute(
-            "DELETE FROM facts WHERE tenant_id = %(tenant)s AND observation_kind IS NOT NULL "
-            "AND id IN (SELECT fact_id FROM fact_entities WHERE tenant_id = %(tenant)s "
-            "           AND entity_key = ANY(%(keys)s) AND link = 'about')",
+            load_sql("graph/delete_observations.sql"),
             params,
         )
         conn.execute(
@@ -581,16 +572,7 @@ def active_observations(
     """Observations true now (status active), or at ``as_of``: inside their validity,
     whatever happened to them since (an invalidated one was true until its valid_to)."""
     rows = conn.execute(
-        "SELECT fe.entity_key, f.id, f.text, coalesce(f.observation_kind, 'note'), f.source, "
-        "f.valid_from, f.valid_to, f.recorded_at, f.status "
-        "FROM fact_entities AS fe JOIN facts AS f ON f.tenant_id = fe.tenant_id "
-        "AND f.id = fe.fact_id "
-        "WHERE fe.tenant_id = %(tenant)s AND fe.entity_key = ANY(%(keys)s) "
-        "AND fe.link = 'about' AND CASE "
-        "  WHEN %(as_of)s::timestamptz IS NULL THEN f.status = 'active' "
-        "  ELSE (f.valid_from IS NULL OR f.valid_from <= %(as_of)s) "
-        "   AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s) END "
-        "ORDER BY fe.entity_key, f.recorded_at, f.created_at, f.id",  # created_at: call order
+        load_sql("graph/active_observations.sql"),
         {"tenant": tenant, "keys": list(keys), "as_of": as_of},
     ).fetchall()
     found: dict[str, list[GraphObservation]] = {key: [] for key in keys}
@@ -648,8 +630,6 @@ def _close_facts(
         return 0
     note = {k: v for k, v in {"reason": reason, "superseded_by_entity": by_entity}.items() if v}
     return conn.execute(
-        "UPDATE facts SET status = %s, valid_to = greatest(now(), valid_from), expired_at = now(), "
-        "metadata = metadata || %s::jsonb "
-        "WHERE tenant_id = %s AND id = ANY(%s) AND status = 'active'",
+        load_sql("graph/close_facts.sql"),
         (status, json.dumps(note), tenant, list(ids)),
     ).rowcount

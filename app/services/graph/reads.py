@@ -8,13 +8,12 @@ or deleted between two pages neither repeat nor skip one.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
-import msgspec
-
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import InvalidInput
 from app.services.common import paging
@@ -25,6 +24,7 @@ from app.services.graph.models import (
     GraphEntity,
     GraphNode,
     GraphRelation,
+    GraphResult,
     Neighbourhood,
     NodeSearchResult,
     OpenedNodes,
@@ -55,10 +55,10 @@ def _instant(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
-def _valid_at(props: dict[str, Any], as_of: datetime) -> bool:
+def _valid_at(props: Mapping[str, object], as_of: datetime) -> bool:
     start, end = props.get("valid_from"), props.get("valid_to")
-    return (start is None or _instant(datetime.fromisoformat(start)) <= as_of) and (
-        end is None or _instant(datetime.fromisoformat(end)) > as_of
+    return (start is None or _instant(datetime.fromisoformat(str(start))) <= as_of) and (
+        end is None or _instant(datetime.fromisoformat(str(end))) > as_of
     )
 
 
@@ -185,19 +185,14 @@ def search_nodes(
 def _observation_matches(conn: Connection, tenant: str, vector: Any, pool: int = 50) -> list[str]:
     """Entity keys whose facts are nearest the query, nearest first (a bounded pool)."""
     rows = conn.execute(
-        "SELECT fe.entity_key, min(n.distance) AS d FROM ("
-        "  SELECT f.id, f.embedding <=> %(vector)s AS distance FROM facts AS f"
-        "   WHERE f.tenant_id = %(tenant)s AND f.status = 'active'"
-        "   ORDER BY f.embedding <=> %(vector)s LIMIT %(pool)s) AS n"
-        " JOIN fact_entities AS fe ON fe.tenant_id = %(tenant)s AND fe.fact_id = n.id"
-        " WHERE n.distance < 0.6 GROUP BY fe.entity_key ORDER BY d",
+        load_sql("graph/observation_matches.sql"),
         {"tenant": tenant, "vector": vector, "pool": pool},
     ).fetchall()
     return [row[0] for row in rows]
 
 
 @dataclass(frozen=True, slots=True)
-class EntityPage:
+class EntityPage(GraphResult):
     """Entities in name order: summaries, or nodes when not summary. ``next_cursor``
     continues after the last one (None: the last page); ``next_offset`` says the same for
     offset paging (None when asked by cursor). ``entities`` repeats ``items`` (its name
@@ -210,10 +205,6 @@ class EntityPage:
     limit: int
     next_offset: int | None
     entities: list[EntitySummary | GraphNode]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form, exactly what the API sends (for the MCP tools and the CLI)."""
-        return cast(dict[str, Any], msgspec.to_builtins(self))
 
 
 LISTING = "graph_entities"
@@ -323,10 +314,7 @@ def _first_true(predicate: Callable[[int], bool], hint: int) -> int:
 
 def _observation_counts(conn: Connection, tenant: str, keys: Sequence[str]) -> dict[str, int]:
     rows = conn.execute(
-        "SELECT fe.entity_key, count(*) FROM fact_entities AS fe JOIN facts AS f "
-        "ON f.tenant_id = fe.tenant_id AND f.id = fe.fact_id "
-        "WHERE fe.tenant_id = %s AND fe.entity_key = ANY(%s) AND fe.link = 'about' "
-        "AND f.status = 'active' GROUP BY fe.entity_key",
+        load_sql("graph/observation_counts.sql"),
         (tenant, list(keys)),
     ).fetchall()
     return {key: int(count) for key, count in rows}

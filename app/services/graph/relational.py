@@ -4,7 +4,8 @@ For Postgres services without Apache AGE. The same protocol, vocabulary and
 transaction as the AGE store: every statement runs on the caller's tenant
 connection, names the tenant explicitly (so the (tenant_id, key) indexes are
 used; row-level security refuses any other tenant anyway) and passes every
-value as a parameter: no text is ever spliced into a statement here. Batches
+value as a parameter: no text is ever spliced into a statement here. The statements
+are sql/graph/kg_*.sql. Batches
 travel as arrays (``unnest``), one statement per batch. Timestamps are
 timestamptz columns, exchanged with the services as ISO 8601 strings in UTC,
 as the AGE store exchanges them.
@@ -17,16 +18,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from psycopg import sql
+
+from app.db.resources import fragment
 from app.db.runtime import Connection
 from app.services.graph.store import Entity, GraphCounts, Relation, Walk
 
-ENTITY_COLUMNS = (
-    "key, name, role, domain, epistemic, source, created_at, updated_at, valid_from, valid_to"
-)
-RELATION_COLUMNS = (
-    "source_key, relation_type, target_key, valid_from, valid_to, recorded_at, epistemic, "
-    "source, properties"
-)
 # Edge properties kept in columns (the code filters on them); any other goes to `properties`.
 RELATION_FIELDS = ("valid_from", "valid_to", "recorded_at", "epistemic", "source")
 _TIMES = frozenset({"valid_from", "valid_to", "recorded_at"})
@@ -34,37 +31,10 @@ _TIMES = frozenset({"valid_from", "valid_to", "recorded_at"})
 # (the recursive CTE is evaluated only as far as this LIMIT reads it).
 WALK_CAP = 50_000
 
-_E_COLUMNS = ", ".join(f"e.{column.strip()}" for column in ENTITY_COLUMNS.split(","))
-_ENTITY_ARRAYS = (
-    "%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-    "%s::timestamptz[], %s::timestamptz[], %s::timestamptz[], %s::timestamptz[]"
-)
 
-_WALK = f"""
-WITH RECURSIVE reach (key, depth, seed) AS (
-    SELECT s.key COLLATE "C", 0, s.ord
-      FROM unnest(%(keys)s::text[]) WITH ORDINALITY AS s (key, ord)
-  UNION
-    SELECT n.key, r.depth + 1, NULL::bigint
-      FROM reach AS r
-      CROSS JOIN LATERAL (
-          SELECT e.target_key FROM kg_relations AS e
-           WHERE e.tenant_id = %(tenant)s AND e.source_key = r.key AND e.valid_to IS NULL
-          UNION ALL
-          SELECT e.source_key FROM kg_relations AS e
-           WHERE e.tenant_id = %(tenant)s AND e.target_key = r.key AND e.valid_to IS NULL
-      ) AS n (key)
-     WHERE r.depth < %(hops)s
-),
-bounded AS (SELECT key, depth, seed FROM reach LIMIT %(cap)s),
-nearest AS (SELECT key, min(depth) AS depth, min(seed) AS seed FROM bounded GROUP BY key)
-SELECT n.depth, (SELECT count(*) FROM bounded) >= %(cap)s,
-       {_E_COLUMNS}
-  FROM nearest AS n
-  JOIN kg_entities AS e ON e.tenant_id = %(tenant)s AND e.key = n.key
- ORDER BY n.depth, n.seed, n.key
- LIMIT %(limit)s + 1
-"""
+def _statement(name: str) -> str:
+    """``sql/graph/kg_<name>.sql``: the store's statements, each documented there."""
+    return fragment(f"graph/kg_{name}.sql")
 
 
 def _instant(value: Any) -> datetime | None:
@@ -148,11 +118,7 @@ class RelationalGraphStore:
         entities = conn.execute(
             "SELECT count(*) FROM kg_entities WHERE tenant_id = %s", (tenant,)
         ).fetchone()
-        rows = conn.execute(
-            "SELECT relation_type, valid_to IS NULL, count(*) FROM kg_relations "
-            "WHERE tenant_id = %s GROUP BY 1, 2 ORDER BY 1",
-            (tenant,),
-        ).fetchall()
+        rows = conn.execute(_statement("counts"), (tenant,)).fetchall()
         return GraphCounts.tally(int(entities[0]) if entities else 0, rows)
 
     # ------------------------------------------------------------ entities
@@ -162,33 +128,19 @@ class RelationalGraphStore:
         if not keys:
             return {}
         wanted = list(dict.fromkeys(keys))
-        rows = conn.execute(
-            f"SELECT {ENTITY_COLUMNS} FROM kg_entities WHERE tenant_id = %s AND key = ANY(%s)",
-            (tenant, wanted),
-        ).fetchall()
+        rows = conn.execute(_statement("entities"), (tenant, wanted)).fetchall()
         found = {row[0]: _entity(row) for row in rows}
         return {key: found[key] for key in wanted if key in found}
 
     def create_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
         """A key that exists already is a unique violation, as in the AGE store."""
         if entities:
-            conn.execute(
-                f"INSERT INTO kg_entities (tenant_id, {ENTITY_COLUMNS}) "
-                f"SELECT %s, * FROM unnest({_ENTITY_ARRAYS})",
-                (tenant, *_entity_arrays(entities)),
-            )
+            conn.execute(_statement("create_entities"), (tenant, *_entity_arrays(entities)))
 
     def update_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
         """Every field replaced (an unset one becomes null), as ``SET e = row`` in AGE."""
         if entities:
-            conn.execute(
-                "UPDATE kg_entities AS e SET name = u.name, role = u.role, domain = u.domain, "
-                "epistemic = u.epistemic, source = u.source, created_at = u.created_at, "
-                "updated_at = u.updated_at, valid_from = u.valid_from, valid_to = u.valid_to "
-                f"FROM unnest({_ENTITY_ARRAYS}) AS u ({ENTITY_COLUMNS}) "
-                "WHERE e.tenant_id = %s AND e.key = u.key",
-                (*_entity_arrays(entities), tenant),
-            )
+            conn.execute(_statement("update_entities"), (*_entity_arrays(entities), tenant))
 
     def delete_entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
         """The entities and (by cascade) every relation touching them."""
@@ -213,12 +165,7 @@ class RelationalGraphStore:
         found: dict[str, Entity] = {}
         for text in dict.fromkeys(text_keys):
             rows = conn.execute(
-                f"SELECT {ENTITY_COLUMNS} FROM kg_entities WHERE tenant_id = %(t)s "
-                "AND key IN (SELECT k.key FROM kg_entities AS k WHERE k.tenant_id = %(t)s "
-                "            AND (strpos(k.key, %(q)s) > 0 OR strpos(%(q)s, k.key) > 0)) "
-                "AND (%(domain)s::text IS NULL OR domain = %(domain)s) "
-                "AND (%(role)s::text IS NULL OR role = %(role)s) ORDER BY key",
-                {"t": tenant, "q": text, "domain": domain, "role": role},
+                _statement("find"), {"t": tenant, "q": text, "domain": domain, "role": role}
             ).fetchall()
             for row in rows:
                 entity = _entity(row)
@@ -232,11 +179,7 @@ class RelationalGraphStore:
         total = conn.execute(
             "SELECT count(*) FROM kg_entities WHERE tenant_id = %s", (tenant,)
         ).fetchone()
-        rows = conn.execute(
-            f"SELECT {ENTITY_COLUMNS} FROM kg_entities WHERE tenant_id = %s "
-            "ORDER BY key OFFSET %s LIMIT %s",
-            (tenant, offset, limit),
-        ).fetchall()
+        rows = conn.execute(_statement("page"), (tenant, offset, limit)).fetchall()
         return [_entity(row) for row in rows], int(total[0]) if total else 0
 
     def named(self, conn: Connection, tenant: str, keys: Sequence[str], pattern: str) -> set[str]:
@@ -254,10 +197,9 @@ class RelationalGraphStore:
         """Both directions through the two key indexes (a bitmap OR), in recorded order."""
         if not keys:
             return []
-        current = " AND valid_to IS NULL" if active_only else ""
+        current = sql.SQL(" AND valid_to IS NULL" if active_only else "")
         rows = conn.execute(
-            f"SELECT {RELATION_COLUMNS} FROM kg_relations WHERE tenant_id = %(t)s "
-            f"AND (source_key = ANY(%(k)s) OR target_key = ANY(%(k)s)){current} ORDER BY id",
+            sql.SQL(_statement("relations")).format(current=current),
             {"t": tenant, "k": list(dict.fromkeys(keys))},
         ).fetchall()
         return [_relation(row) for row in rows]
@@ -291,14 +233,7 @@ class RelationalGraphStore:
                 for r in relations
             ]
         )
-        conn.execute(
-            f"INSERT INTO kg_relations (tenant_id, {RELATION_COLUMNS}) "
-            "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[], "
-            "%s::timestamptz[], %s::timestamptz[], %s::text[], %s::text[], %s::jsonb[]) "
-            "ON CONFLICT (tenant_id, source_key, relation_type, target_key) "
-            "WHERE valid_to IS NULL DO NOTHING",
-            (tenant, *columns),
-        )
+        conn.execute(_statement("create_relations"), (tenant, *columns))
 
     def invalidate_relations(
         self,
@@ -310,11 +245,7 @@ class RelationalGraphStore:
         if not triples:
             return 0
         return conn.execute(
-            "UPDATE kg_relations AS r SET valid_to = %s "
-            "FROM (SELECT DISTINCT * FROM unnest(%s::text[], %s::text[], %s::text[])) "
-            "  AS t (s, kind, d) "
-            "WHERE r.tenant_id = %s AND r.source_key = t.s AND r.relation_type = t.kind "
-            "AND r.target_key = t.d AND r.valid_to IS NULL",
+            _statement("invalidate_relations"),
             (_instant(valid_to), *_triple_arrays(triples), tenant),
         ).rowcount
 
@@ -325,19 +256,12 @@ class RelationalGraphStore:
         if not triples:
             return 0
         return conn.execute(
-            "DELETE FROM kg_relations AS r "
-            "USING (SELECT DISTINCT * FROM unnest(%s::text[], %s::text[], %s::text[])) "
-            "  AS t (s, kind, d) "
-            "WHERE r.tenant_id = %s AND r.source_key = t.s AND r.relation_type = t.kind "
-            "AND r.target_key = t.d",
-            (*_triple_arrays(triples), tenant),
+            _statement("delete_relations"), (*_triple_arrays(triples), tenant)
         ).rowcount
 
     def count_relations(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
         row = conn.execute(
-            "SELECT count(*) FROM kg_relations WHERE tenant_id = %(t)s "
-            "AND (source_key = ANY(%(k)s) OR target_key = ANY(%(k)s))",
-            {"t": tenant, "k": sorted(set(keys))},
+            _statement("count_relations"), {"t": tenant, "k": sorted(set(keys))}
         ).fetchone()
         return int(row[0]) if row else 0
 
@@ -353,7 +277,7 @@ class RelationalGraphStore:
         if not seeds:
             return Walk(entities={}, relations=[], truncated=False)
         rows = conn.execute(
-            _WALK,
+            _statement("walk"),
             {"keys": seeds, "tenant": tenant, "hops": hops, "cap": WALK_CAP, "limit": limit},
         ).fetchall()
         kept = rows[:limit]
@@ -363,9 +287,7 @@ class RelationalGraphStore:
         relations = []
         if inner:
             found = conn.execute(
-                f"SELECT {RELATION_COLUMNS} FROM kg_relations WHERE tenant_id = %(t)s "
-                "AND valid_to IS NULL AND source_key = ANY(%(all)s) AND target_key = ANY(%(all)s) "
-                "AND (source_key = ANY(%(inner)s) OR target_key = ANY(%(inner)s)) ORDER BY id",
+                _statement("walk_relations"),
                 {"t": tenant, "all": list(entities), "inner": inner},
             ).fetchall()
             relations = [_relation(row) for row in found]

@@ -57,7 +57,7 @@ class Entity:
     valid_from: str | None = None
     valid_to: str | None = None
 
-    def properties(self) -> dict[str, Any]:
+    def properties(self) -> dict[str, str]:
         """The vertex properties stored in the graph (unset ones left out)."""
         return {k: v for k, v in self.__dict__.items() if v is not None}
 

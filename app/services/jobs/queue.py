@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection, Database
+from app.protocol import JSONObject
 from app.services.common import paging
 from app.services.ops import metrics
 
@@ -43,11 +45,10 @@ def worker_name() -> str:
 
 
 def enqueue(
-    conn: Connection, tenant: str, kind: str, payload: dict[str, Any], *, max_attempts: int
+    conn: Connection, tenant: str, kind: str, payload: JSONObject, *, max_attempts: int
 ) -> int:
     row = conn.execute(
-        "INSERT INTO jobs (tenant_id, kind, payload, max_attempts) VALUES (%s, %s, %s, %s) "
-        "RETURNING id",
+        load_sql("jobs/enqueue.sql"),
         (tenant, kind, json.dumps(payload), max_attempts),
     ).fetchone()
     assert row is not None
@@ -56,8 +57,7 @@ def enqueue(
 
 def claim(conn: Connection, limit: int = 1) -> list[Job]:
     rows = conn.execute(
-        "SELECT id, tenant_id, kind, payload, attempts, max_attempts "
-        "FROM elephant_claim_jobs(%s, %s, %s)",
+        load_sql("jobs/claim.sql"),
         (worker_name(), limit, LEASE_SECONDS),
     ).fetchall()
     return [Job(*row) for row in rows]
@@ -80,13 +80,7 @@ def release(conn: Connection, ids: list[int]) -> int:
 def claim_one(conn: Connection, tenant: str, job_id: int) -> Job | None:
     """Claim a given job of the current tenant now (``?wait=true``), unless a worker has it."""
     row = conn.execute(
-        "UPDATE jobs SET status = 'running', attempts = attempts + 1, locked_by = %(worker)s, "
-        "locked_at = now(), lease_expires_at = now() + make_interval(secs => %(lease)s), "
-        "updated_at = now() "
-        "WHERE tenant_id = %(tenant)s AND id = (SELECT id FROM jobs "
-        "  WHERE tenant_id = %(tenant)s AND id = %(id)s AND status = 'queued' "
-        "  FOR UPDATE SKIP LOCKED) "
-        "RETURNING id, tenant_id, kind, payload, attempts, max_attempts",
+        load_sql("jobs/claim_one.sql"),
         {"worker": worker_name(), "lease": LEASE_SECONDS, "tenant": tenant, "id": job_id},
     ).fetchone()
     return Job(*row) if row else None
@@ -94,8 +88,7 @@ def claim_one(conn: Connection, tenant: str, job_id: int) -> Job | None:
 
 def complete(conn: Connection, job: Job) -> None:
     conn.execute(
-        "UPDATE jobs SET status = 'done', finished_at = now(), updated_at = now(), "
-        "last_error = NULL, lease_expires_at = NULL WHERE tenant_id = %s AND id = %s",
+        load_sql("jobs/complete.sql"),
         (job.tenant_id, job.id),
     )
     metrics.record_job(job.kind, "done")
@@ -106,10 +99,7 @@ def fail(conn: Connection, job: Job, error: str, backoff_s: float) -> str:
     final = job.attempts >= job.max_attempts
     delay = backoff_s * (2 ** max(job.attempts - 1, 0))
     conn.execute(
-        "UPDATE jobs SET status = %s, last_error = %s, updated_at = now(), "
-        "locked_by = NULL, locked_at = NULL, lease_expires_at = NULL, "
-        "run_after = now() + make_interval(secs => %s), "
-        "finished_at = CASE WHEN %s THEN now() END WHERE tenant_id = %s AND id = %s",
+        load_sql("jobs/fail.sql"),
         ("failed" if final else "queued", error[:2000], delay, final, job.tenant_id, job.id),
     )
     metrics.record_job(job.kind, "failed" if final else "retry")
@@ -157,10 +147,7 @@ def list_jobs(
 ) -> list[JobInfo]:
     """Newest first (by id), only those older than ``before`` when given."""
     rows = conn.execute(
-        "SELECT id, kind, status, attempts, max_attempts, run_after, last_error, created_at, "
-        "finished_at FROM jobs WHERE tenant_id = %(tenant)s "
-        "AND (%(state)s::text IS NULL OR status = %(state)s) "
-        "AND (%(before)s::bigint IS NULL OR id < %(before)s) ORDER BY id DESC LIMIT %(limit)s",
+        load_sql("jobs/list.sql"),
         {"tenant": tenant, "state": state, "before": before, "limit": limit},
     ).fetchall()
     return [JobInfo(*row) for row in rows]

@@ -10,6 +10,9 @@ sweeps whatever is left, up to ``BATCHES`` batches per run, on the schedule or o
 
 from __future__ import annotations
 
+from psycopg import sql
+
+from app.db.resources import fragment, load_sql
 from app.db.runtime import Connection
 from app.services.lifecycle.report import Report
 from app.services.memory import passages
@@ -24,14 +27,7 @@ _EMBEDDED = {"memories": "text", "facts": "text"}
 
 
 def _missing(conn: Connection, tenant: str) -> dict[str, int]:
-    row = conn.execute(
-        "SELECT (SELECT count(*) FROM memories "
-        "        WHERE tenant_id = %(tenant)s AND embedding IS NULL), "
-        "(SELECT count(*) FROM facts WHERE tenant_id = %(tenant)s AND embedding IS NULL), "
-        "(SELECT count(*) FROM turns AS t WHERE t.tenant_id = %(tenant)s AND NOT EXISTS "
-        "   (SELECT 1 FROM passages AS p WHERE p.tenant_id = t.tenant_id AND p.turn_id = t.id))",
-        {"tenant": tenant},
-    ).fetchone()
+    row = conn.execute(load_sql("lifecycle/backfill_missing.sql"), {"tenant": tenant}).fetchone()
     values = [int(value) for value in row] if row else [0, 0, 0]
     return dict(zip(("memory_vectors", "fact_vectors", "turn_passages"), values, strict=True))
 
@@ -41,8 +37,9 @@ def fill_vectors(elephant: Elephant, conn: Connection, tenant: str, limit: int) 
     written, full = 0, False
     for table, text in _EMBEDDED.items():
         rows = conn.execute(
-            f"SELECT id, {text} FROM {table} WHERE tenant_id = %s AND embedding IS NULL "
-            "ORDER BY created_at LIMIT %s",
+            sql.SQL(fragment("lifecycle/backfill_unembedded.sql")).format(
+                table=sql.Identifier(table), text=sql.Identifier(text)
+            ),
             (tenant, limit),
         ).fetchall()
         if not rows:
@@ -51,7 +48,9 @@ def fill_vectors(elephant: Elephant, conn: Connection, tenant: str, limit: int) 
             vectors = elephant.embedder.embed_documents([str(value) for _, value in rows])
         with conn.cursor() as cursor:
             cursor.executemany(
-                f"UPDATE {table} SET embedding = %s WHERE tenant_id = %s AND id = %s",
+                sql.SQL("UPDATE {} SET embedding = %s WHERE tenant_id = %s AND id = %s").format(
+                    sql.Identifier(table)
+                ),
                 [
                     (vector, tenant, row_id)
                     for (row_id, _), vector in zip(rows, vectors, strict=True)

@@ -11,6 +11,11 @@ crossings are written, at most ``maintenance.decay_batch`` per table and directi
 
 from __future__ import annotations
 
+from typing import LiteralString
+
+from psycopg import sql
+
+from app.db.resources import fragment, load_sql
 from app.db.runtime import Connection
 from app.services.lifecycle.activation import (
     FACT_ANCHOR,
@@ -21,8 +26,9 @@ from app.services.lifecycle.activation import (
 from app.services.lifecycle.report import Report
 from app.services.runtime import Elephant
 
-# table -> (its anchor, which rows decay: facts only while open)
-_TABLES = {
+# table -> (its anchor, which rows decay: facts only while open); the statements are
+# sql/lifecycle/decay_*.sql
+_TABLES: dict[str, tuple[str, LiteralString]] = {
     "memories": (MEMORY_ANCHOR, "true"),
     "facts": (FACT_ANCHOR, "t.expired_at IS NULL"),
 }
@@ -38,36 +44,33 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
         "batch": batch,
     }
     report = Report("decay", tenant, dry_run, detail={"dormant_below": lifecycle.dormant_below})
+    crossing = sql.SQL(fragment("lifecycle/decay_crossing.sql"))
     for table, (anchor, scope) in _TABLES.items():
-        activation = sql_call("t", "u", anchor)
+        activation = sql.SQL(sql_call("t", "u", anchor))
         for action, state, test in (
             ("dormant", "t.dormant_at IS NULL", "<"),
             ("woken", "t.dormant_at IS NOT NULL", ">="),
         ):
-            chosen = (
-                f"SELECT t.id FROM {table} AS t "
-                "LEFT JOIN access_stats AS u ON u.tenant_id = t.tenant_id AND u.item_id = t.id "
-                f"WHERE t.tenant_id = %(tenant)s AND {state} AND {scope} "
-                f"AND {activation} {test} %(floor)s LIMIT %(batch)s"
+            chosen = crossing.format(
+                table=sql.Identifier(table),
+                state=sql.SQL(state),
+                scope=sql.SQL(scope),
+                activation=activation,
+                test=sql.SQL(test),
             )
             if dry_run:
-                query = f"SELECT count(*) FROM ({chosen}) AS c"
+                query = sql.SQL("SELECT count(*) FROM ({}) AS c").format(chosen)
             else:
-                value = "now()" if action == "dormant" else "NULL"
-                query = (
-                    f"WITH c AS ({chosen}) UPDATE {table} AS u SET dormant_at = {value} "
-                    "FROM c WHERE u.tenant_id = %(tenant)s AND u.id = c.id RETURNING 1"
+                query = sql.SQL(fragment("lifecycle/decay_mark.sql")).format(
+                    crossing=chosen,
+                    table=sql.Identifier(table),
+                    value=sql.SQL("now()" if action == "dormant" else "NULL"),
                 )
             rows = conn.execute(query, params).fetchall()
             changed = int(rows[0][0]) if dry_run else len(rows)
             report.counts[f"{table}_{action}"] = changed
             report.more = report.more or changed >= batch
-    row = conn.execute(
-        "SELECT (SELECT count(*) FROM memories "
-        "        WHERE tenant_id = %(tenant)s AND dormant_at IS NOT NULL), "
-        "(SELECT count(*) FROM facts WHERE tenant_id = %(tenant)s AND dormant_at IS NOT NULL)",
-        {"tenant": tenant},
-    ).fetchone()
+    row = conn.execute(load_sql("lifecycle/decay_dormant.sql"), {"tenant": tenant}).fetchone()
     if row is not None:
         report.detail["dormant_now"] = {"memories": int(row[0]), "facts": int(row[1])}
     return report

@@ -25,6 +25,7 @@ from typing import Protocol
 
 import psycopg
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import ElephantError
 from app.services.jobs import queue
@@ -81,8 +82,7 @@ def record(
     conn: Connection, report: Report, *, job_id: int | None, trigger: str, started_at: datetime
 ) -> None:
     conn.execute(
-        "INSERT INTO maintenance_runs (tenant_id, kind, job_id, triggered_by, started_at, "
-        "report) VALUES (%s, %s, %s, %s, %s, %s::jsonb)",
+        load_sql("lifecycle/record_run.sql"),
         (
             report.tenant,
             report.kind,
@@ -97,8 +97,7 @@ def record(
 def last_report(conn: Connection, tenant: str, job_id: int) -> Report | None:
     """The report of the run a job made (in its tenant's transaction)."""
     row = conn.execute(
-        "SELECT report FROM maintenance_runs WHERE tenant_id = %s AND job_id = %s "
-        "ORDER BY id DESC LIMIT 1",
+        load_sql("lifecycle/last_report.sql"),
         (tenant, job_id),
     ).fetchone()
     if row is None:
@@ -191,24 +190,7 @@ class KindState:
     waiting_over_hour: int
 
 
-_STATE = """
-WITH ids AS (SELECT id FROM elephant_maintenance_tenants() AS t(id))
-SELECT k.kind,
-       (SELECT max(j.finished_at) FROM jobs AS j
-         WHERE j.kind = k.job AND j.status = 'done'),
-       (SELECT count(*) FROM jobs AS j WHERE j.kind = k.job AND j.status = 'queued'),
-       (SELECT count(*) FROM jobs AS j WHERE j.kind = k.job AND j.status = 'running'),
-       (SELECT count(*) FROM jobs AS j WHERE j.kind = k.job AND j.status = 'failed'),
-       CASE WHEN k.every > 0 THEN
-           (SELECT count(*) FROM ids WHERE NOT EXISTS (
-                SELECT 1 FROM jobs AS j WHERE j.tenant_id = ids.id AND j.kind = k.job
-                   AND (j.status IN ('queued', 'running')
-                        OR j.created_at > now() - make_interval(secs => k.every))))
-       ELSE 0 END,
-       (SELECT count(*) FROM jobs AS j WHERE j.kind = k.job AND j.status = 'queued'
-           AND j.run_after < now() - interval '1 hour')
-FROM unnest(%s::text[], %s::text[], %s::float8[]) AS k(kind, job, every)
-"""
+_STATE = load_sql("lifecycle/maintenance_state.sql")
 
 
 def state(elephant: Elephant) -> list[KindState]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+
+from app.protocol import JSONObject
 
 
 @dataclass(slots=True)
@@ -15,14 +16,14 @@ class Report:
     tenant: str
     dry_run: bool
     counts: dict[str, int] = field(default_factory=dict)
-    detail: dict[str, Any] = field(default_factory=dict)
+    detail: JSONObject = field(default_factory=dict)
     more: bool = False
 
     @property
     def total(self) -> int:
         return sum(self.counts.values())
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSONObject:
         return {
             "kind": self.kind,
             "tenant": self.tenant,

@@ -19,32 +19,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from uuid import UUID
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.services.access import audit
 from app.services.access.erasure import MAX_IDS, EraseIn, erase
 from app.services.lifecycle.report import Report
 from app.services.runtime import Elephant
 
-_CONVERSATIONS = """
-SELECT c.id FROM conversations AS c
-WHERE c.tenant_id = %(tenant)s AND c.source = %(source)s
-  AND greatest(c.created_at, (SELECT max(t.created_at) FROM turns AS t
-                              WHERE t.tenant_id = c.tenant_id
-                                AND t.conversation_id = c.id)) < %(cutoff)s
-ORDER BY c.created_at
-"""
-_MEMORIES = """
-SELECT m.id FROM memories AS m
-WHERE m.tenant_id = %(tenant)s AND m.source = %(source)s AND m.conversation_id IS NULL
-  AND greatest(m.created_at, m.last_seen_at) < %(cutoff)s
-ORDER BY m.created_at
-"""
-_FACTS = """
-SELECT f.id FROM facts AS f
-WHERE f.tenant_id = %(tenant)s AND f.source = %(source)s AND f.created_at < %(cutoff)s
-  AND f.memory_id IS NULL AND f.conversation_id IS NULL
-ORDER BY f.created_at
-"""
+_CONVERSATIONS = load_sql("lifecycle/retention_conversations.sql")
+_MEMORIES = load_sql("lifecycle/retention_memories.sql")
+_FACTS = load_sql("lifecycle/retention_facts.sql")
 
 
 def _chunks(ids: list[UUID], size: int = MAX_IDS) -> list[list[UUID]]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from app.db.resources import load_sql
 from app.errors import ElephantError, InvalidInput
 from app.services.jobs.runner import run_job_now
 from app.services.lifecycle.maintenance import TASKS, job_kind, last_report
@@ -29,14 +30,12 @@ def run_now(elephant: Elephant, tenant: str, kind: str, *, dry_run: bool) -> Rep
             return task(elephant, conn, tenant, dry_run=True)
     with elephant.db.tenant(tenant) as conn:
         row = conn.execute(
-            "INSERT INTO jobs (tenant_id, kind, payload, max_attempts) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT DO NOTHING RETURNING id",
+            load_sql("lifecycle/run_job.sql"),
             (tenant, job_kind(kind), json.dumps({"trigger": "cli"}), 1),
         ).fetchone()
         if row is None:  # one is queued or running already: that one is this run
             row = conn.execute(
-                "SELECT id FROM jobs "
-                "WHERE tenant_id = %s AND kind = %s AND status IN ('queued', 'running')",
+                load_sql("lifecycle/active_job.sql"),
                 (tenant, job_kind(kind)),
             ).fetchone()
     if row is None:

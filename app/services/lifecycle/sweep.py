@@ -21,6 +21,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from psycopg import sql
+
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.services.lifecycle.report import Report
 from app.services.memory import dedup
@@ -32,61 +35,21 @@ CURSOR_SLACK = timedelta(minutes=10)
 NEIGHBOURS = 5
 EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 
-_CANDIDATES = """
-SELECT m.id::text, m.text, m.source, m.embedding, m.created_at,
-       EXISTS (SELECT 1 FROM admission_log AS a
-               WHERE a.tenant_id = m.tenant_id AND a.memory_id = m.id
-                 AND a.decision = 'forced') AS forced
-FROM memories AS m
-WHERE m.tenant_id = %(tenant)s AND m.kind = 'note' AND m.created_at >= %(since)s
-ORDER BY m.created_at, m.id
-LIMIT %(batch)s
-"""
+_CANDIDATES = load_sql("lifecycle/sweep_candidates.sql")
 # Older notes of the same source, nearest first (HNSW, iterative scan where there is one).
-_NEIGHBOURS = """
-SELECT n.id::text, n.text, 1 - (n.embedding <=> %(embedding)s) AS similarity
-FROM memories AS n
-WHERE n.tenant_id = %(tenant)s AND n.kind = 'note' AND n.source = %(source)s
-  AND n.embedding IS NOT NULL
-  AND (n.created_at, n.id) < (%(created_at)s, %(id)s::uuid)
-ORDER BY n.embedding <=> %(embedding)s
-LIMIT %(k)s
-"""
-_MERGE = """
-UPDATE memories AS keep
-   SET seen_count = keep.seen_count + gone.seen_count,
-       last_seen_at = greatest(keep.last_seen_at, gone.last_seen_at),
-       importance = greatest(keep.importance, gone.importance),
-       event_at = coalesce(keep.event_at, gone.event_at),
-       dormant_at = CASE WHEN gone.dormant_at IS NULL THEN NULL ELSE keep.dormant_at END
-  FROM memories AS gone
- WHERE keep.tenant_id = %(tenant)s AND keep.id = %(keep)s
-   AND gone.tenant_id = %(tenant)s AND gone.id = %(gone)s
-"""
+_NEIGHBOURS = load_sql("lifecycle/sweep_neighbours.sql")
+_MERGE = load_sql("lifecycle/sweep_merge.sql")
 # Its uses count for the note kept (the DELETE's trigger then drops the gone note's row).
-_MERGE_USES = """
-INSERT INTO access_stats AS a (tenant_id, item_id, item_kind, access_count, last_accessed_at)
-SELECT gone.tenant_id, %(keep)s, 'memory', gone.access_count, gone.last_accessed_at
-  FROM access_stats AS gone
- WHERE gone.tenant_id = %(tenant)s AND gone.item_id = %(gone)s
-ON CONFLICT (tenant_id, item_id) DO UPDATE
-   SET access_count = least(a.access_count::bigint + excluded.access_count, 2147483647),
-       last_accessed_at = greatest(a.last_accessed_at, excluded.last_accessed_at)
-"""
-_MOVE = (
-    "UPDATE facts SET memory_id = %(keep)s WHERE tenant_id = %(tenant)s AND memory_id = %(gone)s",
-    "UPDATE feedback SET memory_id = %(keep)s "
-    "WHERE tenant_id = %(tenant)s AND memory_id = %(gone)s",
-    "UPDATE admission_log SET memory_id = %(keep)s "
-    "WHERE tenant_id = %(tenant)s AND memory_id = %(gone)s",
-)
+_MERGE_USES = load_sql("lifecycle/sweep_merge_uses.sql")
+# The rows that name the gone note name the note kept.
+_MOVED = ("facts", "feedback", "admission_log")
+_MOVE = "UPDATE {} SET memory_id = %(keep)s WHERE tenant_id = %(tenant)s AND memory_id = %(gone)s"
 
 
 def last_cursor(conn: Connection, tenant: str) -> datetime | None:
     """Where the last sweep of this tenant stopped (its report's cursor)."""
     row = conn.execute(
-        "SELECT report -> 'detail' ->> 'cursor' FROM maintenance_runs "
-        "WHERE tenant_id = %s AND kind = 'dedup' ORDER BY finished_at DESC, id DESC LIMIT 1",
+        load_sql("lifecycle/sweep_cursor.sql"),
         (tenant,),
     ).fetchone()
     return datetime.fromisoformat(row[0]) if row and row[0] else None
@@ -152,6 +115,6 @@ def merge(conn: Connection, tenant: str, *, keep: str, gone: str) -> None:
     params = {"tenant": tenant, "keep": keep, "gone": gone}
     conn.execute(_MERGE, params)
     conn.execute(_MERGE_USES, params)
-    for statement in _MOVE:
-        conn.execute(statement, params)
+    for table in _MOVED:
+        conn.execute(sql.SQL(_MOVE).format(sql.Identifier(table)), params)
     conn.execute("DELETE FROM memories WHERE tenant_id = %(tenant)s AND id = %(gone)s", params)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import ElephantError
 from app.services.access import erasure
@@ -25,42 +26,10 @@ SKIPPED: frozenset[str] = frozenset(
 )
 VECTOR_TYPES = frozenset({"vector", "halfvec", "sparsevec"})
 
-_TABLES = """
-SELECT c.relname::text FROM pg_catalog.pg_attribute AS a
-JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid
-WHERE c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class
-                        WHERE oid = 'tenants'::regclass)
-  AND c.relkind IN ('r', 'p') AND a.attname = 'tenant_id' AND NOT a.attisdropped
-ORDER BY 1
-"""
-_COLUMNS = """
-SELECT c.relname::text, a.attname::text, t.typname::text, a.attnotnull,
-       a.attgenerated <> '', a.attidentity <> ''
-FROM pg_catalog.pg_attribute AS a
-JOIN pg_catalog.pg_class AS c ON c.oid = a.attrelid
-JOIN pg_catalog.pg_type AS t ON t.oid = a.atttypid
-WHERE c.relname = ANY(%s) AND c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class
-                                               WHERE oid = 'tenants'::regclass)
-  AND a.attnum > 0 AND NOT a.attisdropped
-ORDER BY c.relname, a.attnum
-"""
+_TABLES = load_sql("transfer/catalog_tables.sql")
+_COLUMNS = load_sql("transfer/catalog_columns.sql")
 # Primary keys, single-column foreign keys, and unique constraints (natural keys).
-_CONSTRAINTS = """
-SELECT c.relname::text, k.contype::text, f.relname::text,
-       ARRAY(SELECT a.attname::text FROM unnest(k.conkey) WITH ORDINALITY AS u (n, o)
-             JOIN pg_catalog.pg_attribute AS a ON a.attrelid = k.conrelid AND a.attnum = u.n
-             ORDER BY u.o),
-       ARRAY(SELECT a.attname::text FROM unnest(k.confkey) WITH ORDINALITY AS u (n, o)
-             JOIN pg_catalog.pg_attribute AS a ON a.attrelid = k.confrelid AND a.attnum = u.n
-             ORDER BY u.o)
-FROM pg_catalog.pg_constraint AS k
-JOIN pg_catalog.pg_class AS c ON c.oid = k.conrelid
-LEFT JOIN pg_catalog.pg_class AS f ON f.oid = k.confrelid
-WHERE c.relname = ANY(%s) AND k.contype IN ('p', 'f', 'u')
-  AND c.relnamespace = (SELECT relnamespace FROM pg_catalog.pg_class
-                        WHERE oid = 'tenants'::regclass)
-ORDER BY c.relname, k.conname
-"""
+_CONSTRAINTS = load_sql("transfer/catalog_constraints.sql")
 
 
 @dataclass(frozen=True, slots=True)

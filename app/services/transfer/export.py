@@ -16,14 +16,16 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from psycopg import sql
 
 from app import __version__
 from app.config import validate_tenant_id
+from app.db.resources import fragment
 from app.db.runtime import TENANT_SETTING, Connection, Database
 from app.errors import InvalidInput, NotFound
+from app.protocol import JSONObject
 from app.services.access.erasure import count_tenant_rows
 from app.services.graph.store import GraphStore
 from app.services.graph.transfer import entity_pages
@@ -183,10 +185,9 @@ def _rows(conn: Connection, table: Table, tenant: str, vectors: bool) -> Iterato
         for c in table.columns
         if c.generated or (c.vector and (not vectors or c.name != VECTOR_COLUMN))
     ]
-    statement = sql.SQL(
-        "SELECT %(prefix)s || (to_jsonb(t) - %(dropped)s::text[])::text || '}}' "
-        "FROM {table} AS t WHERE t.tenant_id = %(tenant)s ORDER BY t.ctid"
-    ).format(table=sql.Identifier(table.name))
+    statement = sql.SQL(fragment("transfer/export_rows.sql")).format(
+        table=sql.Identifier(table.name)
+    )
     with conn.cursor(name=f"elephant_export_{table.name}") as cursor:
         cursor.itersize = FETCH
         cursor.execute(
@@ -226,5 +227,5 @@ def _graph(conn: Connection, store: GraphStore, tenant: str, writer: _Writer) ->
         )
 
 
-def _graph_line(section: str, row: dict[str, Any]) -> str:
+def _graph_line(section: str, row: JSONObject) -> str:
     return json.dumps({"table": section, "row": row}, ensure_ascii=False, default=str)

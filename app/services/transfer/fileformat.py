@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from app.errors import InvalidInput
+from app.protocol import JSONObject
 
 FORMAT = "elephant-export"
 VERSION = 1
@@ -143,7 +144,7 @@ def numbered_lines(handle: IO[str]) -> Iterator[tuple[int, str]]:
         yield number, line.rstrip("\n")
 
 
-def _object(line: str, number: int) -> dict[str, Any]:
+def _object(line: str, number: int) -> JSONObject:
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -155,12 +156,12 @@ def _object(line: str, number: int) -> dict[str, Any]:
     return value
 
 
-def row_of(line: str, number: int, header: Header) -> tuple[str, dict[str, Any]]:
+def row_of(line: str, number: int, header: Header) -> tuple[str, JSONObject]:
     """A row line's (section, row), or a message naming the line and what is wrong."""
     return _row(_object(line, number), number, header)
 
 
-def _row(value: dict[str, Any], number: int, header: Header) -> tuple[str, dict[str, Any]]:
+def _row(value: JSONObject, number: int, header: Header) -> tuple[str, JSONObject]:
     if set(value) != {"table", "row"}:
         raise InvalidInput(
             f"line {number}: a row line has exactly the keys table and row, not "
@@ -228,7 +229,7 @@ def _scan(handle: IO[str], path: Path) -> Scan:
     return result
 
 
-def _check_trailer(trailer: dict[str, Any], result: Scan) -> None:
+def _check_trailer(trailer: JSONObject, result: Scan) -> None:
     end = trailer.get("end")
     if set(trailer) != {"end"} or not isinstance(end, dict):
         raise InvalidInput(f"line {result.lines}: the end line is malformed")

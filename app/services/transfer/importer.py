@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, LiteralString
+from typing import LiteralString
 
 import psycopg
 from alembic.script import ScriptDirectory
@@ -34,9 +34,10 @@ from alembic.util.exc import CommandError
 from psycopg import sql
 
 from app.config import validate_tenant_id
-from app.db.resources import migrations_dir
-from app.db.runtime import Connection
+from app.db.resources import fragment, migrations_dir
+from app.db.runtime import Connection, SQLParams
 from app.errors import CapabilityMissing, Conflict, InvalidInput
+from app.protocol import JSONObject
 from app.services.access import audit
 from app.services.graph import vocabulary
 from app.services.graph.store import Entity, GraphStore, Relation
@@ -47,8 +48,10 @@ from app.services.transfer import catalog, fileformat
 from app.services.transfer.catalog import Catalog, Column, Table
 from app.services.transfer.export import VECTOR_COLUMN
 
+# The import's temporary tables, named so in sql/transfer/import_*.sql too: the file's
+# row lines, and (with new_ids) old uuid (text) -> new uuid.
 STAGE = "elephant_import_rows"
-IDS = "elephant_import_ids"  # old uuid (text) -> new uuid, with new_ids
+IDS = "elephant_import_ids"
 EMBED_BATCH = 256
 # What each write path embedded, so a vector made again is the vector it had: a window or
 # note its text (app/services/memory/commit.py), an extracted fact its text
@@ -62,7 +65,7 @@ EMBEDDED_TEXT: dict[str, LiteralString] = {
         "ELSE coalesce(r.subject, '') || ' (' || r.observation_kind || '): ' || r.text END"
     ),
 }
-VECTORS = "elephant_import_vectors"  # row (line number) -> its vector made here
+VECTORS = "elephant_import_vectors"  # row (line number) -> its vector made here (temporary)
 # Work in flight is queued again, unlocked: a running job's worker is in the other database.
 OVERRIDES: dict[tuple[str, str], LiteralString] = {
     ("jobs", "status"): "CASE WHEN r.status = 'running' THEN 'queued' ELSE r.status END",
@@ -132,11 +135,12 @@ def import_tenant(
             f"({exc.diag.table_name or 'a table'}); nothing was imported"
         ) from None
     elapsed = round(time.perf_counter() - started, 3)
-    return ImportReport(**{**_fields(report), "seconds": elapsed})
+    return replace(report, seconds=elapsed)
 
 
-def _fields(report: ImportReport) -> dict[str, Any]:
-    return {f.name: getattr(report, f.name) for f in fields(report)}
+def _statement(name: str) -> str:
+    """``sql/transfer/import_<name>.sql`` less its header comment (which documents it)."""
+    return fragment(f"transfer/import_{name}.sql")
 
 
 def _store(elephant: Elephant, graph_rows: int) -> GraphStore | None:
@@ -289,30 +293,26 @@ def _check_empty(conn: Connection, tables: Catalog, tenant: str, store: GraphSto
 
 def _stage(conn: Connection, path: Path, lines: int) -> None:
     """Every row line (not the header, line 1, nor the end line) into a temporary table."""
-    conn.execute(
-        f"CREATE TEMPORARY TABLE {STAGE} (n bigint PRIMARY KEY, line jsonb NOT NULL) ON COMMIT DROP"
-    )
+    conn.execute(_statement("stage_table"))
     with (
         fileformat.open_text(path, "r") as handle,
         conn.cursor() as cursor,
-        cursor.copy(f"COPY {STAGE} (n, line) FROM STDIN") as copy,
+        cursor.copy(sql.SQL("COPY {} (n, line) FROM STDIN").format(sql.Identifier(STAGE))) as copy,
     ):
         for number, text in fileformat.numbered_lines(handle):
             if 1 < number < lines:
                 copy.write_row((number, text))
-    conn.execute(f"CREATE INDEX ON {STAGE} ((line ->> 'table'), n)")
-    conn.execute(f"ANALYZE {STAGE}")
+    conn.execute(
+        sql.SQL("CREATE INDEX ON {} ((line ->> 'table'), n)").format(sql.Identifier(STAGE))
+    )
+    conn.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(STAGE)))
 
 
-def _staged(conn: Connection, section: str) -> Iterator[list[dict[str, Any]]]:
+def _staged(conn: Connection, section: str) -> Iterator[list[JSONObject]]:
     """The rows of a section, a page at a time, in file order."""
     after = 0
     while True:
-        rows = conn.execute(
-            f"SELECT n, line -> 'row' FROM {STAGE} WHERE line ->> 'table' = %s AND n > %s "
-            "ORDER BY n LIMIT %s",
-            (section, after, PAGE),
-        ).fetchall()
+        rows = conn.execute(_statement("staged"), (section, after, PAGE)).fetchall()
         if not rows:
             return
         after = int(rows[-1][0])
@@ -320,29 +320,16 @@ def _staged(conn: Connection, section: str) -> Iterator[list[dict[str, Any]]]:
 
 
 def _keys(conn: Connection, section: str) -> set[str]:
-    rows = conn.execute(
-        f"SELECT DISTINCT jsonb_object_keys(line -> 'row') FROM {STAGE} "
-        "WHERE line ->> 'table' = %s",
-        (section,),
-    ).fetchall()
+    rows = conn.execute(_statement("keys"), (section,)).fetchall()
     return {str(row[0]) for row in rows}
 
 
 def _map_ids(conn: Connection, tables: Catalog) -> None:
     """With new_ids: a new uuid for every uuid primary key in the file."""
-    conn.execute(
-        f"CREATE TEMPORARY TABLE {IDS} (old text PRIMARY KEY, "
-        "new uuid NOT NULL DEFAULT gen_random_uuid()) ON COMMIT DROP"
-    )
+    conn.execute(_statement("ids_table"))
     for table in tables.tables.values():
         if table.uuid_key is not None:
-            conn.execute(
-                sql.SQL(
-                    "INSERT INTO {ids} (old) SELECT line -> 'row' ->> %s FROM {stage} "
-                    "WHERE line ->> 'table' = %s ON CONFLICT (old) DO NOTHING"
-                ).format(ids=sql.Identifier(IDS), stage=sql.Identifier(STAGE)),
-                (table.uuid_key, table.name),
-            )
+            conn.execute(_statement("ids"), (table.uuid_key, table.name))
 
 
 # ------------------------------------------------------------------ rows
@@ -351,26 +338,15 @@ def _map_ids(conn: Connection, tables: Catalog) -> None:
 def _tenant_settings(conn: Connection, tenant: str) -> None:
     """The tenant's name and settings (owner, gate threshold) from the file."""
     keys = _keys(conn, fileformat.TENANT_SECTION)
-    columns = {
-        str(row[0])
-        for row in conn.execute(
-            "SELECT attname FROM pg_catalog.pg_attribute WHERE attrelid = 'tenants'::regclass "
-            "AND attnum > 0 AND NOT attisdropped AND attgenerated = ''"
-        ).fetchall()
-    }
+    columns = {str(row[0]) for row in conn.execute(_statement("tenant_columns")).fetchall()}
     _no_unknown(fileformat.TENANT_SECTION, keys, columns)
     carried = sorted(keys - TENANT_KEPT)
     if not carried:
         return
     conn.execute(
-        sql.SQL(
-            "UPDATE tenants SET ({columns}) = (SELECT {values} FROM {stage} AS s "
-            "CROSS JOIN LATERAL jsonb_populate_record(NULL::tenants, s.line -> 'row') AS r "
-            "WHERE s.line ->> 'table' = %(section)s) WHERE id = %(tenant)s"
-        ).format(
+        sql.SQL(_statement("tenant_settings")).format(
             columns=sql.SQL(", ").join(map(sql.Identifier, carried)),
             values=sql.SQL(", ").join(sql.Identifier("r", name) for name in carried),
-            stage=sql.Identifier(STAGE),
         ),
         {"section": fileformat.TENANT_SECTION, "tenant": tenant},
     )
@@ -400,16 +376,10 @@ def _insert(conn: Connection, table: Table, plan: _Plan) -> int:
             or (not c.generated and not c.identity and c.name in keys and c.name not in dropped)
         )
     ]
-    rows = sql.SQL(
-        "FROM {stage} AS s CROSS JOIN LATERAL "
-        "jsonb_populate_record(NULL::{table}, (s.line -> 'row') - %(dropped)s::text[]) AS r"
-    ).format(stage=sql.Identifier(STAGE), table=sql.Identifier(table.name))
+    rows = sql.SQL(_statement("rows")).format(table=sql.Identifier(table.name))
     params = {"tenant": plan.tenant, "section": table.name, "dropped": dropped}
     count = conn.execute(
-        sql.SQL(
-            "INSERT INTO {table} (tenant_id, {columns}) SELECT %(tenant)s, {values} {rows} "
-            "WHERE s.line ->> 'table' = %(section)s ORDER BY s.n"
-        ).format(
+        sql.SQL(_statement("insert")).format(
             table=sql.Identifier(table.name),
             columns=sql.SQL(", ").join(sql.Identifier(c.name) for c in written),
             values=sql.SQL(", ").join(_value(table, c, plan) for c in written),
@@ -453,13 +423,7 @@ def _value(table: Table, column: Column, plan: _Plan) -> sql.Composable:
         )
     if column.type == "jsonb":
         # uuid strings at the top level of an object (a job's memory_id, conversation_id)
-        return sql.SQL(
-            "CASE WHEN jsonb_typeof({value}) = 'object' THEN coalesce(("
-            "SELECT jsonb_object_agg(e.key, CASE WHEN m.new IS NULL THEN e.value "
-            "ELSE to_jsonb(m.new::text) END) FROM jsonb_each({value}) AS e "
-            "LEFT JOIN {ids} AS m ON jsonb_typeof(e.value) = 'string' "
-            "AND m.old = e.value #>> '{{}}'), '{{}}'::jsonb) ELSE {value} END"
-        ).format(ids=sql.Identifier(IDS), value=value)
+        return sql.SQL(_statement("remap_uuids")).format(value=value)
     return value
 
 
@@ -482,7 +446,7 @@ def _map_rows(
     plan: _Plan,
     keys: set[str],
     rows: sql.Composable,
-    params: dict[str, Any],
+    params: SQLParams,
 ) -> None:
     """Old row number -> new, joined on a unique key of the table without the number
     (turns: conversation and seq)."""
@@ -500,12 +464,7 @@ def _map_rows(
             "no other unique key to find the new ones by"
         )
     name = f"elephant_import_map_{table.name}"
-    conn.execute(
-        sql.SQL(
-            "CREATE TEMPORARY TABLE {map} (old bigint PRIMARY KEY, new bigint NOT NULL) "
-            "ON COMMIT DROP"
-        ).format(map=sql.Identifier(name))
-    )
+    conn.execute(sql.SQL(_statement("map_table")).format(map=sql.Identifier(name)))
     matches = sql.SQL(" AND ").join(
         sql.SQL("t.{column} = {value}").format(
             column=sql.Identifier(column),
@@ -514,11 +473,7 @@ def _map_rows(
         for column in natural
     )
     conn.execute(
-        sql.SQL(
-            "INSERT INTO {map} (old, new) SELECT r.{id}, t.{id} {rows} "
-            "JOIN {table} AS t ON t.tenant_id = %(tenant)s AND {matches} "
-            "WHERE s.line ->> 'table' = %(section)s"
-        ).format(
+        sql.SQL(_statement("map_rows")).format(
             map=sql.Identifier(name),
             id=sql.Identifier(identity.name),
             rows=rows,
@@ -547,7 +502,7 @@ def _graph(conn: Connection, store: GraphStore, tenant: str) -> tuple[int, int]:
 _ENTITY_FIELDS = frozenset(f.name for f in fields(Entity))
 
 
-def _entity(row: dict[str, Any]) -> Entity:
+def _entity(row: JSONObject) -> Entity:
     unknown = set(row) - _ENTITY_FIELDS
     missing = {"key", "name", "role", "domain", "epistemic"} - set(row)
     if unknown or missing:
@@ -562,7 +517,7 @@ def _entity(row: dict[str, Any]) -> Entity:
     return entity
 
 
-def _relation(row: dict[str, Any]) -> Relation:
+def _relation(row: JSONObject) -> Relation:
     if set(row) != {"source", "relation_type", "target", "properties"}:
         raise InvalidInput(
             "a graph relation row has exactly source, relation_type, target and properties, "
@@ -584,22 +539,13 @@ def _relation(row: dict[str, Any]) -> Relation:
 def _embed(elephant: Elephant, conn: Connection, table: Table) -> int:
     """Vectors for a table's rows in the file, made before the rows are written (an
     update afterwards would write every row twice, and every index entry)."""
-    conn.execute(
-        f"CREATE TEMPORARY TABLE IF NOT EXISTS {VECTORS} (n bigint PRIMARY KEY, "
-        "embedding vector NOT NULL) ON COMMIT DROP"
-    )
+    conn.execute(_statement("vectors_table"))
     vectors = [c.name for c in table.columns if c.vector]
     done = after = 0
     while True:
         rows = conn.execute(
-            sql.SQL(
-                "SELECT s.n, {text} FROM {stage} AS s CROSS JOIN LATERAL "
-                "jsonb_populate_record(NULL::{table}, (s.line -> 'row') - %s::text[]) AS r "
-                "WHERE s.line ->> 'table' = %s AND s.n > %s ORDER BY s.n LIMIT %s"
-            ).format(
-                text=sql.SQL(EMBEDDED_TEXT[table.name]),
-                stage=sql.Identifier(STAGE),
-                table=sql.Identifier(table.name),
+            sql.SQL(_statement("embedded_texts")).format(
+                text=sql.SQL(EMBEDDED_TEXT[table.name]), table=sql.Identifier(table.name)
             ),
             (vectors, table.name, after, EMBED_BATCH),
         ).fetchall()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -125,7 +125,7 @@ def _text(text: str) -> str:
 # ------------------------------------------------------------------ files
 
 
-def _front_matter(fields: dict[str, Any]) -> str:
+def _front_matter(fields: Mapping[str, object]) -> str:
     """YAML front matter; every value as JSON (strings quoted, lists inline), which YAML
     reads unchanged, so no name or text can break out of it."""
     lines = ["---"]
