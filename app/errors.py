@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
+
+from app.protocol import JSONObject
 
 MAX_PROBLEMS = 10
 """Problems a message names; the rest are counted ('... and 3 more')."""
@@ -25,13 +26,13 @@ class ElephantError(Exception):
     status_code: int = 500
     code: str = "internal_error"
 
-    def __init__(self, message: str, *, details: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, *, details: JSONObject | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.details = details or {}
 
-    def to_dict(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"error": self.code, "message": self.message}
+    def to_dict(self) -> JSONObject:
+        body: JSONObject = {"error": self.code, "message": self.message}
         if self.details:
             body["details"] = self.details
         return body

@@ -151,33 +151,35 @@ _REEMBED = (
 )
 
 ALLOWED: tuple[Allowed, ...] = (
-    Allowed("app/db/keyword_index.py", "SELECT id::text, text FROM {} WHERE ctid >=", _PROBE),
-    Allowed("app/db/keyword_index.py", "FROM {} WHERE tsv @@ plainto_tsquery", _PROBE),
-    Allowed("app/db/keyword_index.py", "SELECT EXISTS (SELECT 1 FROM {})", _PROBE),
-    Allowed("app/db/keyword_index.py", "FROM {} ORDER BY text <@> to_bm25query", _PROBE),
     Allowed(
-        "app/db/tenant_indexes.py",
-        "SELECT tenant_id, count(*), sum(count(*)) OVER () FROM {}",
+        "sql/db/bm25_probe_page.sql", "SELECT id::text, text FROM {table} WHERE ctid >=", _PROBE
+    ),
+    Allowed("sql/db/bm25_probe_df.sql", "FROM {table} WHERE tsv @@ plainto_tsquery", _PROBE),
+    Allowed("app/db/keyword_index.py", "SELECT EXISTS (SELECT 1 FROM {})", _PROBE),
+    Allowed("sql/db/bm25_probe_lookup.sql", "FROM {table} ORDER BY text <@> to_bm25query", _PROBE),
+    Allowed(
+        "sql/db/tenant_sizes.sql",
+        "SELECT tenant_id, count(*), sum(count(*)) OVER () FROM {table}",
         "sizes every tenant at once (GROUP BY tenant_id) to choose which get an index of "
         "their own: an operator statement across tenants",
     ),
     Allowed(
-        "app/db/tenant_indexes.py",
+        "sql/db/tenant_ways.sql",
         "SELECT tenant_id, way, vector_rows, build_seconds, counted_at FROM tenant_vector_ways",
         "doctor lists every tenant's vector way, as the migrator",
     ),
     Allowed(
-        "app/services/ops/doctor.py",
+        "sql/ops/doctor_rows.sql",
         "(SELECT count(*) FROM jobs WHERE status = 'failed')",
         "doctor reports the whole database's queue and backlog, as the migrator",
     ),
     Allowed(
-        "app/services/ops/doctor.py",
+        "sql/ops/doctor_access.sql",
         "(SELECT count(*) FROM api_keys WHERE revoked_at IS NULL",
         "doctor counts every live key and every tenant graph without RLS, as the migrator",
     ),
     Allowed(
-        "app/services/ops/metrics.py",
+        "sql/ops/queue_depth.sql",
         "SELECT kind, status, count(*) FROM jobs WHERE status IN",
         "the Prometheus queue gauge sums the queue of every tenant (jobs stays on the "
         "coordinator on Citus)",

@@ -36,6 +36,7 @@ from app.config.service import (
     WorkerSettings,
 )
 from app.errors import ConfigError
+from app.protocol import JSONObject
 
 CONFIG_ENV = "ELEPHANT_CONFIG"
 ENV_PREFIX = "ELEPHANT_"
@@ -172,7 +173,7 @@ def _own_env_name(dotted: str) -> str:
     return ENV_PREFIX + dotted.replace(".", "_").upper()
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read_toml(path: Path) -> JSONObject:
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
@@ -191,7 +192,7 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> Iterator[str]:
             yield dotted
 
 
-def _assign(data: dict[str, Any], dotted: str, value: Any) -> None:
+def _assign(data: JSONObject, dotted: str, value: Any) -> None:
     *parents, leaf = dotted.split(".")
     node = data
     for part in parents:
@@ -243,7 +244,7 @@ def _is_secret(key: str) -> bool:
     return any(secret and dotted == key for dotted, _, _, _, secret in iter_keys())
 
 
-def redacted(settings: Settings) -> dict[str, Any]:
+def redacted(settings: Settings) -> JSONObject:
     """The effective settings with secrets hidden, for `elephant config show` and logs."""
     dump = settings.model_dump(mode="json")
     for dotted, _, _, _, secret in iter_keys():

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import psycopg
 
+from app.db.resources import load_sql
 from app.errors import CapabilityMissing
 
 MIN_SERVER_VERSION = 150000
@@ -89,12 +90,7 @@ def _why_not_installed(name: str, preloaded: tuple[str, ...]) -> str:
 
 
 def detect(conn: psycopg.Connection[tuple[object, ...]]) -> Capabilities:
-    # shared_preload_libraries through pg_settings: a role without pg_read_all_settings (the
-    # owner of a database on a managed service may be one) gets no row instead of an error.
-    row = conn.execute(
-        "SELECT current_setting('server_version'), current_setting('server_version_num')::int, "
-        "(SELECT setting FROM pg_settings WHERE name = 'shared_preload_libraries')"
-    ).fetchone()
+    row = conn.execute(load_sql("db/server_settings.sql")).fetchone()
     assert row is not None
     installed = conn.execute("SELECT extname, extversion FROM pg_extension").fetchall()
     available = conn.execute("SELECT name, default_version FROM pg_available_extensions").fetchall()

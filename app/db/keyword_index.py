@@ -57,6 +57,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from app.db.resources import load_sql
 from app.errors import ElephantError
 
 log = logging.getLogger(__name__)
@@ -112,14 +113,7 @@ class KeywordState:
 
 def bm25_indexes(conn: Connection) -> list[tuple[str, str]]:
     """(index, table) of every bm25 index in the current schema."""
-    rows = conn.execute(
-        "SELECT index.relname, tab.relname FROM pg_index AS i "
-        "JOIN pg_class AS index ON index.oid = i.indexrelid "
-        "JOIN pg_class AS tab ON tab.oid = i.indrelid "
-        "JOIN pg_am AS am ON am.oid = index.relam "
-        "JOIN pg_namespace AS ns ON ns.oid = tab.relnamespace "
-        "WHERE am.amname = 'bm25' AND ns.nspname = current_schema() ORDER BY 1"
-    ).fetchall()
+    rows = conn.execute(load_sql("db/bm25_indexes.sql")).fetchall()
     return [(str(index), str(table)) for index, table in rows]
 
 
@@ -142,6 +136,11 @@ def documents_counted(summary: str) -> int | None:
 # ------------------------------------------------------------------ the probe
 
 
+def _on_table(statement: str, table: str) -> sql.Composed:
+    """``sql/<statement>`` with ``{table}`` composed in as an identifier."""
+    return sql.SQL(load_sql(statement)).format(table=sql.Identifier(table))
+
+
 def _sample(conn: Connection, table: str, rows: int, rng: random.Random) -> list[tuple[str, str]]:
     """(id, text) of up to ``rows`` rows: the newest heap page's first (what a crash loses),
     then random pages' (TID range scans: a page each, whatever the table's size)."""
@@ -152,10 +151,7 @@ def _sample(conn: Connection, table: str, rows: int, rng: random.Random) -> list
     pages = int(pages_row[0]) if pages_row else 1
     picked: dict[str, str] = {}
     blocks = [pages - 1] + [rng.randrange(pages) for _ in range(3)]
-    query = sql.SQL(
-        "SELECT id::text, text FROM {} WHERE ctid >= ('(' || %s::bigint || ',0)')::tid "
-        "AND ctid < ('(' || %s::bigint || ',0)')::tid"
-    ).format(sql.Identifier(table))
+    query = _on_table("db/bm25_probe_page.sql", table)
     for block in blocks:
         for id_, text in conn.execute(query, (block, block + 1)).fetchall():
             if len(picked) < rows:
@@ -169,10 +165,7 @@ def _rare_word(conn: Connection, table: str, text: str) -> tuple[str, int] | Non
     """A word of ``text`` held by fewer than PROBE_MAX_DF rows (the GIN index on tsv counts
     them), and how many hold it; None when every candidate is common or a stop word."""
     words = sorted(set(_WORD.findall(text)), key=lambda w: (-len(w), w))[:PROBE_WORDS_PER_ROW]
-    count = sql.SQL(
-        "SELECT count(*) FROM (SELECT 1 FROM {} WHERE tsv @@ plainto_tsquery('english', %s) "
-        "LIMIT %s) AS held"
-    ).format(sql.Identifier(table))
+    count = _on_table("db/bm25_probe_df.sql", table)
     best: tuple[str, int] | None = None
     for word in words:
         row = conn.execute(count, (word, PROBE_MAX_DF)).fetchone()
@@ -189,10 +182,7 @@ def probe_index(conn: Connection, index: str, table: str, rng: random.Random) ->
     documents = indexed_documents(conn, index)
     if not exists or not exists[0]:
         return IndexProbe(index, table, documents=None, sampled=0, found=0)
-    lookup = sql.SQL(
-        "SELECT id::text, text <@> to_bm25query(%s, %s) FROM {} "
-        "ORDER BY text <@> to_bm25query(%s, %s) LIMIT %s"
-    ).format(sql.Identifier(table))
+    lookup = _on_table("db/bm25_probe_lookup.sql", table)
     sampled = found = 0
     missing: list[str] = []
     for id_, text in _sample(conn, table, PROBE_ROWS, rng):
@@ -247,10 +237,7 @@ def rebuild(conn: Connection, indexes: list[str], reason: str) -> list[str]:
         )
         conn.execute(sql.SQL("REINDEX INDEX {}").format(sql.Identifier(index)))
         conn.execute(
-            "INSERT INTO keyword_index_repairs "
-            "(index_name, server_started_at, reason, seconds) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (index_name) DO UPDATE SET server_started_at = excluded.server_started_at,"
-            " repaired_at = now(), reason = excluded.reason, seconds = excluded.seconds",
+            load_sql("db/bm25_repair_record.sql"),
             (index, started_at, reason, time.perf_counter() - started),
         )
     if before is not None:
@@ -261,12 +248,7 @@ def rebuild(conn: Connection, indexes: list[str], reason: str) -> list[str]:
 def _close_stale_sessions(conn: Connection, rebuilt_at: datetime) -> None:
     """pg_textsearch 1.0.0 backends keep their per-index state across a REINDEX: close the
     idle sessions of this database that started before it (their pools reconnect)."""
-    closed = conn.execute(
-        "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
-        "WHERE datname = current_database() AND pid <> pg_backend_pid() "
-        "AND backend_type = 'client backend' AND state = 'idle' AND backend_start < %s",
-        (rebuilt_at,),
-    ).fetchone()
+    closed = conn.execute(load_sql("db/close_stale_sessions.sql"), (rebuilt_at,)).fetchone()
     if closed and closed[0]:
         log.info("closed %d idle sessions opened before the BM25 rebuild", closed[0])
 

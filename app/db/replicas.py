@@ -27,6 +27,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from app.config import DatabaseSettings
+from app.db.resources import load_sql
 from app.errors import DatabaseUnavailable
 
 log = logging.getLogger(__name__)
@@ -36,13 +37,8 @@ Consistency = Literal["replica", "primary"]
 """Where a read may run: ``replica`` (may lag the primary), ``primary`` (sees every commit)."""
 
 MAX_BACKOFF_FACTOR = 8
-# Lag 0 while everything received is replayed: an idle primary sends no commits, and
-# now() - pg_last_xact_replay_timestamp() would grow although nothing is missing.
-HEALTH = (
-    "SELECT pg_is_in_recovery(), CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() "
-    "THEN 0 ELSE extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) "
-    "END::float8"
-)
+# In recovery, and the lag in seconds (0 while everything received is replayed).
+HEALTH = load_sql("db/replica_health.sql")
 
 
 class ReplicaUnavailable(DatabaseUnavailable):

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias, TypedDict
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -39,6 +39,7 @@ from app.db.embedded import SUPERUSER, EmbeddedPostgres
 from app.db.keyword_index import KeywordIndexGuard
 from app.db.recovery import RETRY_AFTER_S, Recovery
 from app.db.replicas import Consistency, ReplicaSet, ReplicaState, ReplicaUnavailable
+from app.db.resources import load_sql
 from app.errors import ConfigError, Conflict, DatabaseUnavailable, InvalidInput, SchemaMismatch
 
 log = logging.getLogger(__name__)
@@ -50,15 +51,15 @@ _OPEN_READ = "set_config('transaction_read_only', 'on', true), set_config(%s, %s
 # Behind a transaction pooler, what a session would carry, set in each transaction instead.
 _LOCAL_APP = "set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true)"
 _LOCAL_WORKER = "set_config('TimeZone', 'UTC', true)"
-# The login of a role's own URL (app_url, worker_url, a replica behind the pooler).
-_LOGIN = (
-    "SELECT session_user, current_user, r.rolsuper, r.rolbypassrls "
-    "FROM pg_roles AS r WHERE r.rolname = session_user"
-)
 Connection = psycopg.Connection[tuple[Any, ...]]
+SQLParams: TypeAlias = Mapping[str, object]  # a statement's named parameters, %(name)s
 
 
-def connect_kwargs(options: DatabaseSettings) -> dict[str, Any]:
+class ConnectArgs(TypedDict, total=False):  # what connect_kwargs sets of psycopg's arguments
+    prepare_threshold: int | None
+
+
+def connect_kwargs(options: DatabaseSettings) -> ConnectArgs:
     """psycopg's connection arguments: ``prepare_threshold=None`` turns server-side
     prepared statements off, ``prepare=True`` included (database.prepared_statements)."""
     return {} if options.prepares else {"prepare_threshold": None}
@@ -167,7 +168,7 @@ class Database:
             min_size=sizes[0],
             max_size=sizes[1],
             timeout=timeout,
-            kwargs=connect_kwargs(self.settings.database),
+            kwargs=dict(connect_kwargs(self.settings.database)),
             configure=configure,
             check=ConnectionPool.check_connection,
             open=False,
@@ -512,7 +513,7 @@ class Database:
     def _check_login(self, conn: Connection, role: str, key: str) -> None:
         """Refuse (ConfigError) a login that is not ``role`` or that bypasses row-level
         security."""
-        row = conn.execute(_LOGIN).fetchone()
+        row = conn.execute(load_sql("db/login_role.sql")).fetchone()
         conn.rollback()
         assert row is not None
         login, current, superuser, bypass = row

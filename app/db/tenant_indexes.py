@@ -40,6 +40,7 @@ import psycopg
 from psycopg import sql
 
 from app.config import validate_tenant_id
+from app.db.resources import load_sql
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +104,7 @@ def count_rows(conn: Connection) -> dict[str, TenantSize]:
     }
     for table in TABLES:
         rows = conn.execute(
-            sql.SQL(
-                "SELECT tenant_id, count(*), sum(count(*)) OVER () FROM {} "
-                "WHERE embedding IS NOT NULL GROUP BY tenant_id"
-            ).format(sql.Identifier(table))
+            sql.SQL(load_sql("db/tenant_sizes.sql")).format(table=sql.Identifier(table))
         ).fetchall()
         for tenant, count, total in rows:
             size = TenantSize(int(count), int(count) / max(1, int(total)))
@@ -118,13 +116,7 @@ def count_rows(conn: Connection) -> dict[str, TenantSize]:
 def existing_indexes(conn: Connection) -> dict[str, bool]:
     """Every tenant index on the vector tables -> whether it is valid (a CREATE INDEX
     CONCURRENTLY that failed leaves an invalid one behind)."""
-    rows = conn.execute(
-        "SELECT c.relname, i.indisvalid FROM pg_index AS i "
-        "JOIN pg_class AS c ON c.oid = i.indexrelid "
-        "JOIN pg_namespace AS n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = current_schema() AND c.relname ~ %s",
-        (_NAME_PATTERN,),
-    ).fetchall()
+    rows = conn.execute(load_sql("db/tenant_index_list.sql"), (_NAME_PATTERN,)).fetchall()
     return {str(name): bool(valid) for name, valid in rows}
 
 
@@ -134,30 +126,18 @@ def _drop(conn: Connection, name: str) -> None:
 
 def _build(conn: Connection, table: str, tenant: str, name: str) -> None:
     conn.execute(
-        sql.SQL(
-            "CREATE INDEX CONCURRENTLY {} ON {} USING hnsw (embedding vector_cosine_ops) "
-            "WITH ({}) WHERE tenant_id = {}"
-        ).format(
-            sql.Identifier(name),
-            sql.Identifier(table),
-            sql.SQL(HNSW_OPTIONS),
-            sql.Literal(tenant),
+        sql.SQL(load_sql("db/tenant_index_build.sql")).format(
+            name=sql.Identifier(name),
+            table=sql.Identifier(table),
+            options=sql.SQL(HNSW_OPTIONS),
+            tenant=sql.Literal(tenant),
         )
     )
 
 
 def _record(conn: Connection, way: TenantWay, indexed: bool) -> None:
     conn.execute(
-        "INSERT INTO tenant_vector_ways AS w (tenant_id, way, vector_rows, counted_at, "
-        " indexed_at, build_seconds) "
-        "VALUES (%(tenant)s, %(way)s, %(rows)s, now(), "
-        " CASE WHEN %(indexed)s THEN now() END, %(seconds)s) "
-        "ON CONFLICT (tenant_id) DO UPDATE SET way = excluded.way, "
-        " vector_rows = excluded.vector_rows, counted_at = excluded.counted_at, "
-        " indexed_at = CASE WHEN excluded.way <> 'own' THEN NULL "
-        "                   WHEN %(indexed)s THEN excluded.indexed_at ELSE w.indexed_at END, "
-        " build_seconds = coalesce(excluded.build_seconds, "
-        "                          CASE WHEN excluded.way = 'own' THEN w.build_seconds END)",
+        load_sql("db/tenant_way_record.sql"),
         {
             "tenant": way.tenant,
             "way": way.way,
@@ -278,10 +258,7 @@ def way_of(conn: Connection, tenant: str) -> Way:
 
 def ways(conn: Connection) -> list[TenantWay]:
     """Every recorded tenant's way, biggest first (admin connection: doctor)."""
-    rows = conn.execute(
-        "SELECT tenant_id, way, vector_rows, build_seconds, counted_at FROM tenant_vector_ways "
-        "ORDER BY vector_rows DESC, tenant_id"
-    ).fetchall()
+    rows = conn.execute(load_sql("db/tenant_ways.sql")).fetchall()
     return [
         TenantWay(str(t), str(w), int(n), None if s is None else float(s), c)  # type: ignore[arg-type]
         for t, w, n, s, c in rows

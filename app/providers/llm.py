@@ -12,13 +12,14 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
 from app.config import LLMSettings
 from app.errors import ConfigError, ElephantError, describe_validation
+from app.protocol import JSONObject
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -79,7 +80,7 @@ def json_instructions(schema: type[BaseModel]) -> str:
     return _JSON_INSTRUCTIONS.format(schema=json.dumps(schema.model_json_schema()))
 
 
-def extract_json_object(text: str) -> dict[str, Any]:
+def extract_json_object(text: str) -> JSONObject:
     """The first JSON object in ``text``.
 
     Models wrap JSON in ```json fences or add a sentence around it despite being
@@ -110,6 +111,17 @@ class _Reply:
     truncated: bool
 
 
+@dataclass(frozen=True)
+class _Ask:
+    """One call to a provider: the system prompt, the conversation so far (the retries'
+    feedback included), the schema the answer must match, and the token budget."""
+
+    system: str
+    messages: list[dict[str, str]]
+    schema: type[BaseModel]
+    max_tokens: int
+
+
 class _CallFailed(Exception):
     """A provider call failed for a transport/API reason; becomes LLMError with usage."""
 
@@ -124,14 +136,7 @@ class _JSONChat:
         self.model = model
         self.max_retries = max_retries
 
-    def _send(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        schema: type[BaseModel],
-        max_tokens: int,
-    ) -> _Reply:
+    def _send(self, ask: _Ask) -> _Reply:
         raise NotImplementedError
 
     def complete_json(
@@ -158,9 +163,7 @@ class _JSONChat:
             attempts += 1
             started = time.perf_counter()
             try:
-                reply = self._send(
-                    system=full_system, messages=messages, schema=schema, max_tokens=max_tokens
-                )
+                reply = self._send(_Ask(full_system, messages, schema, max_tokens))
             except _CallFailed as exc:
                 latency_ms += (time.perf_counter() - started) * 1000
                 raise LLMError(f"{self.provider} model {self.model}: {exc}", usage=usage()) from exc
@@ -228,14 +231,7 @@ class AnthropicLLM(_JSONChat):
     def close(self) -> None:
         self._client.close()
 
-    def _send(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        schema: type[BaseModel],
-        max_tokens: int,
-    ) -> _Reply:
+    def _send(self, ask: _Ask) -> _Reply:
         import anthropic
         from anthropic.types import (
             AssistantMessageParam,
@@ -245,7 +241,7 @@ class AnthropicLLM(_JSONChat):
         )
 
         params: list[MessageParam] = []
-        for m in messages:
+        for m in ask.messages:
             if m["role"] == "assistant":
                 params.append(AssistantMessageParam(role="assistant", content=m["content"]))
             else:
@@ -253,7 +249,7 @@ class AnthropicLLM(_JSONChat):
         where = self.base_url or "the Anthropic API"
         try:
             message = self._client.messages.create(
-                model=self.model, system=system, messages=params, max_tokens=max_tokens
+                model=self.model, system=ask.system, messages=params, max_tokens=ask.max_tokens
             )
         except anthropic.AuthenticationError as exc:
             raise _CallFailed(
@@ -295,22 +291,15 @@ class OllamaLLM(_JSONChat):
     def close(self) -> None:
         self._client.close()  # type: ignore[no-untyped-call]
 
-    def _send(
-        self,
-        *,
-        system: str,
-        messages: list[dict[str, str]],
-        schema: type[BaseModel],
-        max_tokens: int,
-    ) -> _Reply:
+    def _send(self, ask: _Ask) -> _Reply:
         import ollama
 
         try:
             response = self._client.chat(
                 model=self.model,
-                messages=[{"role": "system", "content": system}, *messages],
-                format=schema.model_json_schema(),
-                options={"temperature": 0, "num_predict": max_tokens},
+                messages=[{"role": "system", "content": ask.system}, *ask.messages],
+                format=ask.schema.model_json_schema(),
+                options={"temperature": 0, "num_predict": ask.max_tokens},
                 stream=False,
             )
         except ollama.ResponseError as exc:

@@ -17,8 +17,10 @@ from typing import Any
 
 import psycopg
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection, Database
 from app.errors import ElephantError
+from app.protocol import JSONObject
 from app.services.common import paging
 
 log = logging.getLogger(__name__)
@@ -35,7 +37,7 @@ def write(
     target: str = "",
     outcome: str = "ok",
     client: str | None = None,
-    detail: dict[str, Any] | None = None,
+    detail: JSONObject | None = None,
 ) -> None:
     conn.execute(
         "SELECT elephant_audit(%s, %s, %s, %s, %s, %s, %s::jsonb)",
@@ -78,7 +80,7 @@ class AuditEntry:
     target: str
     outcome: str
     client: str | None
-    detail: dict[str, Any]
+    detail: JSONObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,10 +111,7 @@ def entries(
     at, row_id = before if before is not None else (None, None)
     with db.admin_connection() as conn:
         rows = conn.execute(
-            "SELECT id, at, tenant_id, key_prefix, action, target, outcome, client, detail "
-            "FROM audit_log WHERE (%s::text IS NULL OR tenant_id = %s) "
-            "AND (%s::timestamptz IS NULL OR (at, id) < (%s, %s)) "
-            "ORDER BY at DESC, id DESC LIMIT %s OFFSET %s",
+            load_sql("access/audit_entries.sql"),
             (tenant, tenant, at, at, row_id, limit, offset),
         ).fetchall()
     return [AuditEntry(*row) for row in rows]

@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from app.config import Settings, validate_tenant_id
+from app.db.resources import load_sql
 from app.db.runtime import Database
 from app.errors import ConfigError, Forbidden, InvalidInput, Unauthorized
 from app.protocol import TENANT_HEADER
@@ -84,11 +85,7 @@ def authenticate(db: Database, key: str | None, client: str | None = None) -> Pr
     if match is None:
         raise Unauthorized(INVALID_KEY)
     with db.connection() as conn:
-        row = conn.execute(
-            "SELECT id, secret_hash, name, tenant_id, scopes, expires_at, revoked_at, "
-            "last_used_at FROM elephant_lookup_key(%s)",
-            (match.group(1),),
-        ).fetchone()
+        row = conn.execute(load_sql("access/lookup_key.sql"), (match.group(1),)).fetchone()
         if row is None or not hmac.compare_digest(row[1], secret_hash(key)):
             raise Unauthorized(INVALID_KEY)
         key_id, _, name, tenant, scopes, expires_at, revoked_at, last_used_at = row

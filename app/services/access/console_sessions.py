@@ -14,6 +14,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
+from app.db.resources import load_sql
 from app.db.runtime import Database
 from app.errors import Forbidden
 from app.services.access.auth import Principal, authenticate
@@ -52,11 +53,7 @@ def session_principal(db: Database, token: str | None) -> Principal | None:
     if not token or len(token) > 200:
         return None
     with db.connection() as conn:
-        row = conn.execute(
-            "SELECT key_id, prefix, name, tenant_id, scopes, key_expires_at, revoked_at "
-            "FROM elephant_console_session(%s)",
-            (_hash(token),),
-        ).fetchone()
+        row = conn.execute(load_sql("access/console_session.sql"), (_hash(token),)).fetchone()
     if row is None:
         return None
     key_id, prefix, name, tenant, scopes, key_expires_at, revoked_at = row

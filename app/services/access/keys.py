@@ -7,15 +7,17 @@ manage keys through the migrator connection, and every change is audited.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.config import validate_tenant_id
+from app.db.resources import load_sql
 from app.db.runtime import Connection, Database
 from app.errors import Forbidden, InvalidInput, NotFound
+from app.protocol import JSONObject
 from app.services.access import audit
 from app.services.access.auth import SCOPES, Principal, Scope, secret_hash
 from app.services.common import paging
@@ -107,29 +109,40 @@ class CreatedKey(KeyInfo):
     note: str = CREATED_NOTE
 
 
-_COLUMNS = (
-    "prefix, name, tenant_id, scopes, created_by, created_at, expires_at, last_used_at, revoked_at"
-)
-
-
-def _fields(row: tuple[Any, ...]) -> dict[str, Any]:
-    prefix, name, tenant, scopes, created_by, created_at, expires, used, revoked = row
-    return {
-        "prefix": prefix,
-        "name": name,
-        "tenant": tenant,
-        "all_tenants": tenant is None,
-        "scopes": list(scopes),
-        "created_by": created_by,
-        "created_at": created_at,
-        "expires_at": expires,
-        "last_used_at": used,
-        "revoked_at": revoked,
-    }
-
-
 def _info(row: tuple[Any, ...]) -> KeyInfo:
-    return KeyInfo(**_fields(row))
+    """A row of sql/access/{create,list,revoke}_key(s).sql as a KeyInfo."""
+    prefix, name, tenant, scopes, created_by, created_at, expires, used, revoked = row
+    return KeyInfo(
+        prefix=prefix,
+        name=name,
+        tenant=tenant,
+        all_tenants=tenant is None,
+        scopes=list(scopes),
+        created_by=created_by,
+        created_at=created_at,
+        expires_at=expires,
+        last_used_at=used,
+        revoked_at=revoked,
+    )
+
+
+def _audit(
+    conn: Connection,
+    tenant: str | None,
+    by: str,
+    action: str,
+    prefix: str,
+    detail: JSONObject | None = None,
+) -> None:
+    """An audit row for a key's lifecycle; ``by`` "cli" is written as no key."""
+    audit.write(
+        conn,
+        tenant=tenant,
+        key_prefix=None if by == "cli" else by,
+        action=action,
+        target=prefix,
+        detail=detail,
+    )
 
 
 def check_grant(creator: Principal, request: KeyIn) -> None:
@@ -151,21 +164,15 @@ def create_key(db: Database, request: KeyIn, *, created_by: str = "cli") -> Crea
     )
     with db.admin_connection() as conn, conn.transaction():
         row = conn.execute(
-            f"INSERT INTO api_keys (prefix, secret_hash, name, tenant_id, scopes, created_by, "
-            f"expires_at) VALUES (%s, %s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+            load_sql("access/create_key.sql"),
             (prefix, secret_hash(key), request.name, request.tenant, request.scopes, created_by,
              expires),
         ).fetchone()  # fmt: skip
         assert row is not None
-        created = CreatedKey(**_fields(row), key=key)
-        audit.write(
-            conn,
-            tenant=request.tenant,
-            key_prefix=None if created_by == "cli" else created_by,
-            action="key.create",
-            target=prefix,
-            detail={"scopes": request.scopes, "all_tenants": request.all_tenants},
-        )
+        info = _info(row)
+        created = CreatedKey(**{f.name: getattr(info, f.name) for f in fields(info)}, key=key)
+        detail = {"scopes": request.scopes, "all_tenants": request.all_tenants}
+        _audit(conn, request.tenant, created_by, "key.create", prefix, detail)
     return created
 
 
@@ -182,10 +189,7 @@ def list_keys(
     created, prefix = after if after is not None else (None, None)
     with db.admin_connection() as conn:
         rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM api_keys "
-            "WHERE (%s::text IS NULL OR tenant_id = %s) AND (%s OR revoked_at IS NULL) "
-            "AND (%s::timestamptz IS NULL OR (created_at, prefix) > (%s, %s)) "
-            "ORDER BY created_at, prefix LIMIT %s",
+            load_sql("access/list_keys.sql"),
             (tenant, tenant, include_revoked, created, created, prefix, limit),
         ).fetchall()
     return [_info(row) for row in rows]
@@ -226,21 +230,11 @@ def revoke_key(
     """Revoke by prefix (or the whole key); ``tenant`` limits it to that tenant's keys."""
     prefix = prefix.removeprefix("ek_").split("_", 1)[0].lower()
     with db.admin_connection() as conn, conn.transaction():
-        row = conn.execute(
-            f"UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) "
-            f"WHERE prefix = %s AND (%s::text IS NULL OR tenant_id = %s) RETURNING {_COLUMNS}",
-            (prefix, tenant, tenant),
-        ).fetchone()
+        row = conn.execute(load_sql("access/revoke_key.sql"), (prefix, tenant, tenant)).fetchone()
         if row is None:
             raise NotFound(f"no API key with prefix {prefix!r}")
         info = _info(row)
-        audit.write(
-            conn,
-            tenant=info.tenant,
-            key_prefix=None if revoked_by == "cli" else revoked_by,
-            action="key.revoke",
-            target=prefix,
-        )
+        _audit(conn, info.tenant, revoked_by, "key.revoke", prefix)
     return info
 
 

@@ -18,6 +18,7 @@ from msgspec import UnsetType
 
 from app.db import tenant_indexes
 from app.db.capabilities import NOT_WANTED
+from app.db.resources import load_sql
 from app.errors import ElephantError
 from app.providers.embedder import LocalEmbedder
 from app.services.jobs import queue
@@ -136,7 +137,6 @@ def _keyword_index(elephant: Elephant) -> Check:
     return Check("bm25 index", "ok", f"finds what the tables hold: {found}{rebuilt}")
 
 
-# Share of the search indexes (HNSW, BM25) that shared_buffers should hold at least.
 def _tenant_vectors(elephant: Elephant) -> Check:
     """How each tenant's vector lanes are served (app/db/tenant_indexes.py), the biggest
     named; a failed index build or counts the keeper has not caught up with warn."""
@@ -178,24 +178,26 @@ def _tenant_vectors(elephant: Elephant) -> Check:
     return Check("tenant vectors", "ok", detail)
 
 
+# Share of the search indexes (HNSW, BM25) that shared_buffers should hold at least.
 CACHE_SHARE_WANTED = 0.5
+
+
+def _counts(elephant: Elephant, statement: str) -> list[int]:
+    """The one row of ``sql/ops/<statement>``, as whole numbers: counts over the whole
+    database, read as the migrator (the app role would see one tenant)."""
+    with elephant.db.admin_connection() as conn:
+        row = conn.execute(load_sql(f"ops/{statement}")).fetchone()
+    assert row is not None
+    return [int(value) for value in row]
 
 
 def _cache(elephant: Elephant) -> Check:
     """shared_buffers against the indexes every search reads (HNSW and BM25)."""
     try:
-        with elephant.db.admin_connection() as conn:
-            row = conn.execute(
-                "SELECT pg_size_bytes(current_setting('shared_buffers')), "
-                "coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index AS i "
-                "JOIN pg_class AS c ON c.oid = i.indexrelid JOIN pg_am AS am ON am.oid = c.relam "
-                "WHERE am.amname IN ('hnsw', 'bm25', 'diskann') "
-                "AND c.relnamespace = current_schema()::regnamespace"
-            ).fetchone()
+        row = _counts(elephant, "doctor_cache.sql")
     except (ElephantError, psycopg.Error) as exc:
         return Check("cache", "warn", f"cannot read shared_buffers and index sizes: {exc}")
-    assert row is not None
-    buffers, indexes = int(row[0]), int(row[1])
+    buffers, indexes = row
     detail = f"shared_buffers {buffers // 2**20} MB, search indexes {indexes // 2**20} MB"
     if buffers >= CACHE_SHARE_WANTED * indexes:
         return Check("cache", "ok", detail)
@@ -263,66 +265,47 @@ def _server(elephant: Elephant) -> Check:
 def _rows(elephant: Elephant) -> list[Check]:
     lease = queue.LEASE_SECONDS  # after this a running job is claimed again
     try:
-        with elephant.db.admin_connection() as conn:
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM jobs WHERE status = 'failed'), "
-                "(SELECT count(*) FROM jobs WHERE status = 'running' "
-                "   AND lease_expires_at < now()), "
-                "(SELECT count(*) FROM jobs WHERE status = 'queued'), "
-                "(SELECT count(*) FROM memories WHERE embedding IS NULL), "
-                "(SELECT count(*) FROM facts WHERE embedding IS NULL), "
-                "(SELECT count(*) FROM turns AS t WHERE NOT EXISTS "
-                "   (SELECT 1 FROM passages AS p WHERE p.turn_id = t.id))"
-            ).fetchone()
+        failed, stuck, queued, memories, facts, turns = _counts(elephant, "doctor_rows.sql")
     except (ElephantError, psycopg.Error) as exc:
         return [Check("queue", "fail", f"cannot read the queue: {exc}")]
-    assert row is not None
-    failed, stuck, queued, memories, facts, turns = (int(value) for value in row)
-    checks = [
-        Check("failed jobs", "warn", f"{failed} failed for good: see GET /jobs?status=failed")
-        if failed
-        else Check("failed jobs", "ok", "none"),
-        Check("stuck jobs", "warn", f"{stuck} running for over {lease} s: a worker died?")
-        if stuck
-        else Check("stuck jobs", "ok", f"none ({queued} queued)"),
-    ]
-    missing = memories + facts
-    checks.append(
-        Check(
-            "vectors", "warn",
+    return [
+        _warn_if(
+            failed, "failed jobs", f"{failed} failed for good: see GET /jobs?status=failed", "none"
+        ),
+        _warn_if(
+            stuck,
+            "stuck jobs",
+            f"{stuck} running for over {lease} s: a worker died?",
+            f"none ({queued} queued)",
+        ),
+        _warn_if(
+            memories + facts,
+            "vectors",
             f"{memories} memories and {facts} facts wait for a vector: the embed_memories job "
             "fills them once the embedder answers (a worker must run)",
-        )
-        if missing
-        else Check("vectors", "ok", "every memory and fact has one")
-    )  # fmt: skip
-    checks.append(
-        Check(
-            "passages", "warn",
+            "every memory and fact has one",
+        ),
+        _warn_if(
+            turns,
+            "passages",
             f"{turns} turns wait for their passages (search sees only their windows' vectors): "
             "the embed_memories job fills them (a worker must run)",
-        )
-        if turns
-        else Check("passages", "ok", "every turn has its passages")
-    )  # fmt: skip
-    return checks
+            "every turn has its passages",
+        ),
+    ]
+
+
+def _warn_if(found: int, name: str, warning: str, fine: str) -> Check:
+    """A backlog check: ``warning`` when ``found`` counts anything, else ``fine``."""
+    return Check(name, "warn", warning) if found else Check(name, "ok", fine)
 
 
 def _access(elephant: Elephant) -> list[Check]:
     """Can anyone call the API, and is every tenant graph behind row-level security?"""
     try:
-        with elephant.db.admin_connection() as conn:
-            row = conn.execute(
-                "SELECT (SELECT count(*) FROM api_keys WHERE revoked_at IS NULL "
-                "        AND (expires_at IS NULL OR expires_at > now())), "
-                "(SELECT count(*) FROM graphs AS g JOIN pg_namespace AS n "
-                "   ON n.nspname = g.graph_name JOIN pg_class AS c ON c.relnamespace = n.oid "
-                "  WHERE c.relkind = 'r' AND NOT (c.relrowsecurity AND c.relforcerowsecurity))"
-            ).fetchone()
+        active, open_tables = _counts(elephant, "doctor_access.sql")
     except (ElephantError, psycopg.Error) as exc:
         return [Check("api keys", "fail", f"cannot read the keys: {exc}")]
-    assert row is not None
-    active, open_tables = (int(value) for value in row)
     if elephant.settings.auth.mode == "local":
         keys = Check("api keys", "ok", "auth.mode local: no keys, loopback only")
     elif active:

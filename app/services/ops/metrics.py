@@ -30,6 +30,7 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from app.db.resources import load_sql
 from app.errors import DatabaseUnavailable, ElephantError
 
 if TYPE_CHECKING:
@@ -171,11 +172,6 @@ def record_gate(kind: str, decision: str) -> None:
 
 # ---------------------------------------------------------------- what a scrape reads
 
-QUEUE_DEPTH_SQL = (
-    "SELECT kind, status, count(*) FROM jobs WHERE status IN ('queued', 'running') "
-    "GROUP BY kind, status"
-)
-
 
 class RuntimeCollector(Collector):
     """What one app knows at scrape time: its pool, the job queue, the LLM cost at its
@@ -212,7 +208,7 @@ class RuntimeCollector(Collector):
         try:
             with self._lock, elephant.db.admin_connection() as conn:
                 conn.execute("SELECT set_config('statement_timeout', %s, false)", (timeout,))
-                rows = conn.execute(QUEUE_DEPTH_SQL).fetchall()
+                rows = conn.execute(load_sql("ops/queue_depth.sql")).fetchall()
         except (ElephantError, psycopg.Error) as exc:  # reported, and the scrape goes on
             SCRAPE_ERRORS.labels("database").inc()
             log.warning("metrics: the job queue could not be read: %s", exc)

@@ -2,9 +2,9 @@
 
 The console's landing page reads it, and GET /usage serves its LLM part. Counts come
 from :func:`app.services.ops.stats.stats` (so the page and GET /stats agree), the gate
-summary from :func:`app.services.gate.decisions.metrics`, job rows from
+summary from :func:`app.services.gate.admission.metrics`, job rows from
 :mod:`app.services.jobs.queue`; growth and usage are one statement each
-(``sql/overview_growth.sql``, ``sql/llm_usage.sql``), all under the tenant's
+(``sql/ops/overview_growth.sql``, ``sql/ops/llm_usage.sql``), all under the tenant's
 row-level security. Days are UTC days, as everywhere in the console.
 
 Cost is tokens at the configured prices (metrics.llm_price_in_per_mtok /
@@ -23,8 +23,8 @@ from app.config import MetricsSettings
 from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import InvalidInput
-from app.services.gate import decisions as gate_log
-from app.services.gate.decisions import GateMetrics
+from app.services.gate import admission
+from app.services.gate.admission import GateMetrics
 from app.services.jobs import queue
 from app.services.jobs.queue import JobInfo
 from app.services.ops.stats import StatsReport, stats
@@ -154,7 +154,7 @@ def growth(
     conn: Connection, tenant: str, first: date, last: date, since: datetime
 ) -> list[GrowthDay]:
     rows = conn.execute(
-        load_sql("overview_growth.sql"),
+        load_sql("ops/overview_growth.sql"),
         {"tenant": tenant, "first": first, "last": last, "since": since},
     ).fetchall()
     return [GrowthDay(*row) for row in rows]
@@ -164,7 +164,9 @@ def llm_usage(
     conn: Connection, tenant: str, days: int, at: Prices, today: date | None = None
 ) -> UsageReport:
     first, last, since = window(days, today)
-    rows = conn.execute(load_sql("llm_usage.sql"), {"tenant": tenant, "since": since}).fetchall()
+    rows = conn.execute(
+        load_sql("ops/llm_usage.sql"), {"tenant": tenant, "since": since}
+    ).fetchall()
     total: UsageRow | None = None
     by_operation: list[UsageRow] = []
     per_day: dict[date, UsageRow] = {}
@@ -234,7 +236,7 @@ def overview(elephant: Elephant, tenant: str, days: int, *, failed_jobs: bool) -
         added = growth(conn, tenant, first, last, since)
         usage = llm_usage(conn, tenant, days, prices(elephant.settings.metrics), last)
         failed = queue.list_jobs(conn, tenant, "failed", FAILED_JOBS_SHOWN) if failed_jobs else None
-    gate = gate_log.metrics(elephant, tenant, recent=0)
+    gate = admission.metrics(elephant, tenant, recent=0)
     jobs = counts.jobs
     return Overview(
         tenant=tenant,

@@ -29,9 +29,10 @@ import os
 import secrets
 import socket
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from app.errors import ElephantError
 from app.protocol import TENANT_HEADER
@@ -48,6 +49,8 @@ TOKEN_PREFIX = "elephant-link-"  # noqa: S105 - a prefix, not a secret
 # in-process. Answering may take longer (the server's first query waits for its model).
 CONNECT_TIMEOUT_S = 0.5
 ANSWER_TIMEOUT_S = 300.0
+# A request's query string, by name; a None value is left out.
+QueryParams: TypeAlias = Mapping[str, str | int | float | None]
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,7 @@ def call(
     *,
     tenant: str,
     body: Any = None,
-    query: dict[str, Any] | None = None,
+    query: QueryParams | None = None,
 ) -> Any:
     """Send one request to the server; its JSON answer. LinkUnavailable when the server
     is not there to take it (the caller works in-process); ElephantError with the server's
@@ -222,7 +225,7 @@ def delegate(
     *,
     tenant: str,
     body: Any = None,
-    query: dict[str, Any] | None = None,
+    query: QueryParams | None = None,
 ) -> tuple[Any] | None:
     """The running server's answer as a 1-tuple, or None when there is no server to ask
     (the caller then works in-process)."""

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.services.graph.store import RelationCounts
 from app.services.jobs import queue
@@ -81,39 +82,15 @@ class StatsReport:
 def stats(elephant: Elephant, tenant: str) -> StatsReport:
     """Counts may lag the primary when a read replica answers (database.replica_urls)."""
     with elephant.db.reading(tenant) as conn:
-        memories = conn.execute(
-            "SELECT kind, source, count(*), coalesce(sum(octet_length(text)), 0), "
-            "count(*) FILTER (WHERE embedding IS NULL) FROM memories WHERE tenant_id = %s "
-            "GROUP BY 1, 2 ORDER BY 1, 2",
-            (tenant,),
-        ).fetchall()
-        facts = conn.execute(
-            "SELECT status, coalesce(source, '(none)'), count(*), "
-            "coalesce(sum(octet_length(text)), 0) FROM facts WHERE tenant_id = %s "
-            "GROUP BY 1, 2 ORDER BY 1, 2",
-            (tenant,),
-        ).fetchall()
-        counts = conn.execute(
-            "SELECT (SELECT count(*) FROM conversations WHERE tenant_id = %(tenant)s), "
-            "(SELECT count(*) FROM turns WHERE tenant_id = %(tenant)s), "
-            "(SELECT count(*) FROM contradictions WHERE tenant_id = %(tenant)s)",
-            {"tenant": tenant},
-        ).fetchone()
+        memories = conn.execute(load_sql("ops/stats_memories.sql"), (tenant,)).fetchall()
+        facts = conn.execute(load_sql("ops/stats_facts.sql"), (tenant,)).fetchall()
+        counts = conn.execute(load_sql("ops/stats_counts.sql"), {"tenant": tenant}).fetchone()
         jobs = queue.counts(conn, tenant)
         graph = _graph(elephant, conn, tenant)
         indexes = conn.execute(
-            "SELECT t.relname, i.relname, am.amname, x.indisvalid, pg_relation_size(i.oid) "
-            "FROM pg_index AS x JOIN pg_class AS i ON i.oid = x.indexrelid "
-            "JOIN pg_class AS t ON t.oid = x.indrelid JOIN pg_am AS am ON am.oid = i.relam "
-            "WHERE t.relname = ANY(%s) AND t.relnamespace = 'public'::regnamespace "
-            "ORDER BY 1, 2",
-            (list(INDEXED_TABLES),),
+            load_sql("ops/stats_indexes.sql"), (list(INDEXED_TABLES),)
         ).fetchall()
-        tables = conn.execute(
-            "SELECT relname, pg_total_relation_size(oid) FROM pg_class "
-            "WHERE relname = ANY(%s) AND relnamespace = 'public'::regnamespace ORDER BY 1",
-            (list(INDEXED_TABLES),),
-        ).fetchall()
+        tables = conn.execute(load_sql("ops/stats_tables.sql"), (list(INDEXED_TABLES),)).fetchall()
     assert counts is not None
     return StatsReport(
         tenant=tenant,
@@ -151,11 +128,7 @@ def _graph(elephant: Elephant, conn: Connection, tenant: str) -> StatsGraph:
     store = elephant.graph
     if store is None:
         return StatsGraph(available=False)
-    observations = conn.execute(
-        "SELECT count(*) FROM facts "
-        "WHERE tenant_id = %s AND observation_kind IS NOT NULL AND status = 'active'",
-        (tenant,),
-    ).fetchone()
+    observations = conn.execute(load_sql("ops/stats_observations.sql"), (tenant,)).fetchone()
     counts = store.counts(conn, tenant)
     return StatsGraph(
         available=True,

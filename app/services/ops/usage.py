@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.providers.llm import LLMUsage
 from app.services.ops import metrics
@@ -20,8 +21,7 @@ def record_usage(
         return
     metrics.record_llm(operation, usage, ok=ok)
     conn.execute(
-        "INSERT INTO llm_usage (tenant_id, operation, provider, model, tokens_in, tokens_out, "
-        "latency_ms, attempts, ok, error) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        load_sql("ops/record_llm_usage.sql"),
         (
             tenant,
             operation,

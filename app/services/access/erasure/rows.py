@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from app.db.resources import load_sql
-from app.db.runtime import Connection
+from app.db.runtime import Connection, SQLParams
 from app.errors import NotFound
 from app.services.access.erasure.report import (
     ConversationTarget,
@@ -93,7 +93,7 @@ def _select(
     return _select_ids(conn, tenant, request.memory_ids, request.fact_ids)
 
 
-def _ids(conn: Connection, query: str, params: Sequence[Any] | dict[str, Any]) -> set[str]:
+def _ids(conn: Connection, query: str, params: Sequence[object] | SQLParams) -> set[str]:
     return {str(row[0]) for row in conn.execute(query, params).fetchall()}
 
 
@@ -296,7 +296,7 @@ def _remove(
     return {table: removed[table] for table in sorted(removed)}, graph
 
 
-def _parameters(conn: Connection, selection: _Selection) -> dict[str, Any]:
+def _parameters(conn: Connection, selection: _Selection) -> SQLParams:
     """The selection as statement parameters, plus what must be read before rows go:
     content hashes of the memories, transaction stamps of the conversations' turns (to find
     their rejected windows in the gate log), and (conversation, seq) of each turn (jobs)."""

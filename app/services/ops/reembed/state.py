@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -23,6 +23,7 @@ from psycopg import sql
 from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import ConfigError, Conflict
+from app.protocol import JSONObject
 from app.services.ops.reembed.rows import TABLES
 from app.services.runtime import Elephant
 
@@ -65,7 +66,7 @@ class Target:
         )
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Target:
+    def from_json(cls, data: JSONObject) -> Target:
         return cls(
             str(data["provider"]),
             str(data["model"]),
