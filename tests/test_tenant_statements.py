@@ -186,11 +186,15 @@ ALLOWED: tuple[Allowed, ...] = (
     ),
     Allowed("app/services/access/erasure/tenant.py", "SELECT count(*) FROM {}", _AGE),
     Allowed("app/services/graph/age.py", "SELECT count(*) FROM {}", _AGE),
-    Allowed("app/services/graph/age.py", "(r.properties::text::jsonb ->> 'valid_to')", _AGE),
-    Allowed("app/services/graph/age.py", "SELECT e.properties::text FROM {entity} AS e", _AGE),
-    Allowed("app/services/graph/age.py", "SELECT v.p ->> 'key' FROM (SELECT", _AGE),
-    Allowed("app/services/graph/age.py", "WITH doomed AS MATERIALIZED (SELECT e.id", _AGE),
-    Allowed("app/services/graph/age.py", "WITH seeds AS MATERIALIZED ( SELECT e.id", _AGE),
+    Allowed("sql/graph/age_counts.sql", "(r.properties::text::jsonb ->> 'valid_to')", _AGE),
+    Allowed("sql/graph/age_entities.sql", "SELECT e.properties::text FROM {entity} AS e", _AGE),
+    Allowed("sql/graph/age_named.sql", "SELECT v.p ->> 'key' FROM (SELECT", _AGE),
+    Allowed("sql/graph/age_count_relations.sql", "WITH doomed AS MATERIALIZED (SELECT e.id", _AGE),
+    Allowed(
+        "sql/graph/age_entities_with_relations.sql",
+        "WITH seeds AS MATERIALIZED ( SELECT e.id",
+        _AGE,
+    ),
     Allowed(
         "app/services/ops/reembed/state.py",
         "SELECT count(*), count(embedding_next) FROM {}",
@@ -366,14 +370,16 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"--[^\n]*", "", text)
 
 
-def _fill_slots(text: str) -> str:
-    """Slots filled as the code fills them (app/db/resources.py); a slot with no file of
-    its own name (hybrid_search.sql's ``{keyword_lane}``) is left, being checked in the
-    files it takes."""
+def _fill_slots(text: str, folder: Path) -> str:
+    """Slots filled as the code fills them (app/db/resources.py: from the file's own
+    folder); a slot with no file of its own name (hybrid_search.sql's ``{keyword_lane}``)
+    is left, being checked in the files it takes."""
 
     def one(slot: re.Match[str]) -> str:
-        path = SQL_DIR / f"{slot['name']}.sql"
-        return _fill_slots(fragment(path.name)) if path.exists() else slot[0]
+        path = folder / f"{slot['name']}.sql"
+        if not path.exists():
+            return slot[0]
+        return _fill_slots(fragment(str(path.relative_to(SQL_DIR))), folder)
 
     return _SLOT.sub(one, text)
 
@@ -385,7 +391,7 @@ def sql_file_statements(text: str, file: str) -> Iterator[Statement]:
     for chunk in text.split(";"):
         line = text.count("\n", 0, offset + len(chunk) - len(chunk.lstrip())) + 1
         offset += len(chunk) + 1
-        body = _strip_comments(_fill_slots(chunk))
+        body = _strip_comments(_fill_slots(chunk, (ROOT / file).parent))
         if is_tenant_statement(body):
             yield Statement(file, line, _collapse(body))
 

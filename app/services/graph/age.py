@@ -184,22 +184,24 @@ class AGEGraphStore:
         return {key: by_key[key] for key in wanted if key in by_key}
 
     def create_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
-        if entities:
-            self._run(
-                conn,
-                tenant,
-                "UNWIND $rows AS row CREATE (e:Entity) SET e = row",
-                {"rows": [entity.properties() for entity in entities]},
-            )
+        self._set_entities(
+            conn, tenant, "UNWIND $rows AS row CREATE (e:Entity) SET e = row", entities
+        )
 
     def update_entities(self, conn: Connection, tenant: str, entities: Sequence[Entity]) -> None:
+        self._set_entities(
+            conn,
+            tenant,
+            "UNWIND $rows AS row MATCH (e:Entity {key: row.key}) SET e = row",
+            entities,
+        )
+
+    def _set_entities(
+        self, conn: Connection, tenant: str, query: str, entities: Sequence[Entity]
+    ) -> None:
+        """``query`` sets each vertex to its entity's properties (``$rows``)."""
         if entities:
-            self._run(
-                conn,
-                tenant,
-                "UNWIND $rows AS row MATCH (e:Entity {key: row.key}) SET e = row",
-                {"rows": [entity.properties() for entity in entities]},
-            )
+            self._run(conn, tenant, query, {"rows": [entity.properties() for entity in entities]})
 
     def delete_entities(self, conn: Connection, tenant: str, keys: Sequence[str]) -> int:
         existing = self.entities(conn, tenant, keys)
@@ -328,36 +330,43 @@ class AGEGraphStore:
         triples: Sequence[tuple[str, str, str]],
         valid_to: str,
     ) -> int:
-        changed = 0
-        for relation_type, group in _by_type([Relation(s, t, d) for s, t, d in triples]).items():
-            rows = self._run(
-                conn,
-                tenant,
-                "UNWIND $rows AS row "
-                "MATCH (a:Entity {key: row.s})-[r:<LABEL>]->(b:Entity {key: row.t}) "
-                "WHERE r.valid_to IS NULL SET r.valid_to = $valid_to RETURN id(r)",
-                {"rows": [{"s": r.source, "t": r.target} for r in group], "valid_to": valid_to},
-                label=relation_type,
-            )
-            changed += len(rows)
-        return changed
+        return self._each_triple(
+            conn,
+            tenant,
+            triples,
+            "WHERE r.valid_to IS NULL SET r.valid_to = $valid_to RETURN id(r)",
+            {"valid_to": valid_to},
+        )
 
     def delete_relations(
         self, conn: Connection, tenant: str, triples: Sequence[tuple[str, str, str]]
     ) -> int:
-        deleted = 0
+        return self._each_triple(
+            conn, tenant, triples, "WITH r, id(r) AS rid DELETE r RETURN rid", {}
+        )
+
+    def _each_triple(
+        self,
+        conn: Connection,
+        tenant: str,
+        triples: Sequence[tuple[str, str, str]],
+        action: str,
+        params: JSONObject,
+    ) -> int:
+        """``action`` on the edge of each (source, type, target) triple, a statement per
+        type (the label); how many edges it returned."""
+        done = 0
         for relation_type, group in _by_type([Relation(s, t, d) for s, t, d in triples]).items():
             rows = self._run(
                 conn,
                 tenant,
                 "UNWIND $rows AS row "
-                "MATCH (a:Entity {key: row.s})-[r:<LABEL>]->(b:Entity {key: row.t}) "
-                "WITH r, id(r) AS rid DELETE r RETURN rid",
-                {"rows": [{"s": r.source, "t": r.target} for r in group]},
+                "MATCH (a:Entity {key: row.s})-[r:<LABEL>]->(b:Entity {key: row.t}) " + action,
+                {"rows": [{"s": r.source, "t": r.target} for r in group], **params},
                 label=relation_type,
             )
-            deleted += len(rows)
-        return deleted
+            done += len(rows)
+        return done
 
 
 def _by_type(relations: Sequence[Relation]) -> dict[str, list[Relation]]:

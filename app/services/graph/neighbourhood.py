@@ -22,6 +22,7 @@ from app.errors import InvalidInput, NotFound
 from app.services.common.inputs import require_text
 from app.services.graph.operations import graph_store
 from app.services.graph.store import Entity, GraphStore, Relation, entity_key
+from app.services.graph.walk import new_ends
 from app.services.runtime import Elephant
 
 MAX_HOPS = 3
@@ -148,11 +149,7 @@ def _walk(
         if not frontier:
             break
         found = store.relations(conn, tenant, frontier, active_only=False)
-        new_keys: list[str] = []
-        for relation in found:
-            for key in (relation.source, relation.target):
-                if key not in nodes and key not in new_keys:
-                    new_keys.append(key)
+        new_keys = new_ends(found, nodes)
         new_keys.sort()  # stable whatever order the backend returned
         room = limit - len(nodes)
         truncated = truncated or len(new_keys) > room

@@ -467,9 +467,7 @@ def invalidate_observations(
     closed = 0
     with elephant.db.tenant(tenant) as conn:
         for item in items:
-            ids = _match_observations(
-                conn, tenant, _key(item.entity, "entity"), item.entity, item.observations
-            )
+            ids = _item_observations(conn, tenant, item)
             closed += _close_facts(
                 conn, tenant, ids, status="retracted", reason=reason, by_entity=None
             )
@@ -513,9 +511,7 @@ def delete_observations(
     deleted = 0
     with elephant.db.tenant(tenant) as conn:
         for item in items:
-            ids = _match_observations(
-                conn, tenant, _key(item.entity, "entity"), item.entity, item.observations
-            )
+            ids = _item_observations(conn, tenant, item)
             deleted += conn.execute(
                 "DELETE FROM facts WHERE tenant_id = %s AND id = ANY(%s)", (tenant, ids)
             ).rowcount
@@ -591,6 +587,13 @@ def active_observations(
             )
         )
     return found
+
+
+def _item_observations(conn: Connection, tenant: str, item: ObservationRefs) -> list[str]:
+    """The ids of an item's observations of its entity (by id or by text)."""
+    return _match_observations(
+        conn, tenant, _key(item.entity, "entity"), item.entity, item.observations
+    )
 
 
 def _match_observations(

@@ -7,7 +7,7 @@ nothing else, so both backends can be checked against the same definition.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Iterable, Sequence
 
 from app.db.runtime import Connection
 from app.services.graph.store import Entity, GraphStore, Relation, Walk
@@ -27,11 +27,7 @@ def walk_by_hops(
         if not frontier:
             break
         found = store.relations(conn, tenant, frontier, active_only=True)
-        new_keys: list[str] = []
-        for relation in found:
-            for key in (relation.source, relation.target):
-                if key not in nodes and key not in new_keys:
-                    new_keys.append(key)
+        new_keys = new_ends(found, nodes)
         room = limit - len(nodes)
         truncated = truncated or len(new_keys) > room
         new_keys = new_keys[: max(room, 0)]
@@ -41,6 +37,17 @@ def walk_by_hops(
                 edges[relation.triple] = relation
         frontier = new_keys
     return Walk(entities=nodes, relations=list(edges.values()), truncated=truncated)
+
+
+def new_ends(relations: Iterable[Relation], known: Container[str]) -> list[str]:
+    """The entity keys at either end of the relations that are not ``known`` yet, once
+    each, in the order met."""
+    found: dict[str, None] = {}
+    for relation in relations:
+        for key in (relation.source, relation.target):
+            if key not in known:
+                found.setdefault(key)
+    return list(found)
 
 
 def _in_order(found: dict[str, Entity], keys: Sequence[str]) -> dict[str, Entity]:

@@ -24,7 +24,6 @@ from app.providers.llm import LLMError
 from app.services.facts.pipeline import run_extraction
 from app.services.jobs import queue
 from app.services.lifecycle import backfill, maintenance
-from app.services.memory import passages
 from app.services.ops.usage import record_usage
 from app.services.runtime import Elephant
 
@@ -42,13 +41,7 @@ def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) ->
     batch was full the job queues its successor, so a large backlog never holds one
     long transaction."""
     done, full = backfill.fill_vectors(elephant, conn, job.tenant_id, BACKFILL_BATCH)
-    filled = passages.backfill(
-        conn,
-        job.tenant_id,
-        elephant.embedder.embed_documents,
-        elephant.settings.embedding.passage_words,
-        limit=BACKFILL_BATCH,
-    )
+    filled = backfill.fill_passages(elephant, conn, job.tenant_id, BACKFILL_BATCH)
     if full or filled.full:
         queue.enqueue(
             conn, job.tenant_id, job.kind, {}, max_attempts=elephant.settings.worker.max_attempts

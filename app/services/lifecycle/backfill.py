@@ -61,6 +61,20 @@ def fill_vectors(elephant: Elephant, conn: Connection, tenant: str, limit: int) 
     return written, full
 
 
+def fill_passages(
+    elephant: Elephant, conn: Connection, tenant: str, limit: int
+) -> passages.Backfilled:
+    """Passages for up to ``limit`` turns and ``limit`` long notes without them, embedded
+    by this Elephant's embedder (the job, its queued batches, and an import)."""
+    return passages.backfill(
+        conn,
+        tenant,
+        elephant.embedder.embed_documents,
+        elephant.settings.embedding.passage_words,
+        limit=limit,
+    )
+
+
 def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> Report:
     before = _missing(conn, tenant)
     report = Report("backfill", tenant, dry_run, detail={"missing_before": before})
@@ -71,13 +85,7 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
     more = True
     for _ in range(BATCHES):
         written, full = fill_vectors(elephant, conn, tenant, BATCH)
-        filled = passages.backfill(
-            conn,
-            tenant,
-            elephant.embedder.embed_documents,
-            elephant.settings.embedding.passage_words,
-            limit=BATCH,
-        )
+        filled = fill_passages(elephant, conn, tenant, BATCH)
         vectors += written
         passages_written += filled.written
         more = full or filled.full

@@ -42,7 +42,7 @@ from app.services.access import audit
 from app.services.graph import vocabulary
 from app.services.graph.store import Entity, GraphStore, Relation
 from app.services.graph.transfer import PAGE
-from app.services.memory import passages
+from app.services.lifecycle.backfill import fill_passages
 from app.services.runtime import Elephant
 from app.services.transfer import catalog, fileformat
 from app.services.transfer.catalog import Catalog, Column, Table
@@ -567,13 +567,7 @@ def _passages(elephant: Elephant, conn: Connection, tenant: str) -> int:
     """Passages of every turn and long note, made here (the file's are only vectors)."""
     written = 0
     while True:
-        filled = passages.backfill(
-            conn,
-            tenant,
-            elephant.embedder.embed_documents,
-            elephant.settings.embedding.passage_words,
-            limit=EMBED_BATCH,
-        )
+        filled = fill_passages(elephant, conn, tenant, EMBED_BATCH)
         written += filled.written
         if not filled.full or not filled.written:
             return written

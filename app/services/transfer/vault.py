@@ -29,6 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, LiteralString
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import ElephantError, InvalidInput
 from app.services.graph.store import Entity, GraphStore, Relation
@@ -45,25 +46,9 @@ _UNSAFE = re.compile(r'[\x00-\x1f\x7f"*/:<>?\\|#^\[\]]')
 _WINDOWS_DEVICES = frozenset(
     {"CON", "PRN", "AUX", "NUL"} | {f"{p}{n}" for p in ("COM", "LPT") for n in range(1, 10)}
 )
-_CONVERSATION_TURNS = """
-SELECT c.id, c.external_id, c.source, c.session_date, c.created_at,
-       t.seq, t.speaker, t.text, t.occurred_at
-FROM conversations AS c
-LEFT JOIN turns AS t ON t.tenant_id = c.tenant_id AND t.conversation_id = c.id
-WHERE c.tenant_id = %s
-ORDER BY c.session_date NULLS LAST, c.created_at, c.id, t.seq
-"""
-_ENTITY_FACTS = """
-SELECT fe.entity_key, fe.link, f.text, f.observation_kind, f.status, f.valid_from,
-       f.valid_to, f.recorded_at, f.expired_at, f.conversation_id
-FROM fact_entities AS fe JOIN facts AS f ON f.tenant_id = fe.tenant_id AND f.id = fe.fact_id
-WHERE fe.tenant_id = %s AND fe.entity_key = ANY(%s)
-ORDER BY fe.entity_key, f.valid_from NULLS FIRST, f.recorded_at, f.id
-"""
-_NOTES = """
-SELECT text, source, coalesce(event_at, created_at) AS at FROM memories
-WHERE tenant_id = %s AND kind = 'note' ORDER BY at, id
-"""
+_CONVERSATION_TURNS = load_sql("transfer/vault_conversations.sql")
+_ENTITY_FACTS = load_sql("transfer/vault_entity_facts.sql")
+_NOTES = load_sql("transfer/vault_notes.sql")
 
 
 @dataclass(frozen=True, slots=True)
