@@ -8,24 +8,27 @@ memory. Thin adapters over app.services.memory.transcripts (as GET /conversation
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from litestar import Controller, Request, get
+from litestar import get
 from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 from litestar.response import Template
 
 from app.console.forms import blank
-from app.console.render import page
+from app.console.pages.base import ConsolePages, Screen
 from app.errors import InvalidInput
 from app.services.common import paging
 from app.services.memory import transcripts
-from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_READ
 
 PAGE_SIZE = 25
 Text = Annotated[str | None, Parameter(description="As typed in the form.")]
+ConversationId = Annotated[
+    str, PathParameter(description="Its id, or the id it was committed with.")
+]
 
 
 def _limit(value: str | None) -> int:
@@ -86,76 +89,69 @@ def bracket_rows(
     return cells, member, width
 
 
-class ConversationPages(Controller):
+def _list_page(
+    screen: Screen,
+    name: str,
+    title: str,
+    lister: Callable[..., object],
+    cursor: str | None,
+    limit: str | None,
+    **filter_value: str | None,
+) -> Template:
+    """A page of a list (conversations, handoffs) filtered by one field: the filter and the
+    size as typed, and whether a cursor asked for a later page."""
+    wanted = {key: blank(value) for key, value in filter_value.items()}
+    listing = lister(
+        screen.elephant, screen.tenant, **wanted, limit=_limit(limit), cursor=cursor or None
+    )
+    typed: dict[str, Any] = {key: value or "" for key, value in wanted.items()}
+    return screen.render(
+        f"conversations/{name}.html",
+        title=title,
+        active="conversations",
+        listing=listing,
+        **typed,
+        limit=limit or "",
+        first_page=cursor is not None,
+    )
+
+
+class ConversationPages(ConsolePages):
     path = "/t/{tenant_id:str}/conversations"
-    include_in_schema = False
 
     @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        screen: NamedDependency[Screen],
         source: Text = None,
         cursor: Text = None,
         limit: Text = None,
     ) -> Template:
-        source = blank(source)
-        listing = transcripts.list_conversations(
-            elephant, tenant, source=source, limit=_limit(limit), cursor=cursor or None
-        )
-        return page(
-            request,
-            "conversations/index.html",
-            title="Conversations",
-            active="conversations",
-            listing=listing,
-            source=source or "",
-            limit=limit or "",
-            first_page=cursor is not None,
-        )
+        lister = transcripts.list_conversations
+        return _list_page(screen, "index", "Conversations", lister, cursor, limit, source=source)
 
     @get("/handoffs", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def handoffs(
         self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        screen: NamedDependency[Screen],
         project: Text = None,
         cursor: Text = None,
         limit: Text = None,
     ) -> Template:
-        project = blank(project)
-        listing = transcripts.list_handoffs(
-            elephant, tenant, project=project, limit=_limit(limit), cursor=cursor or None
-        )
-        return page(
-            request,
-            "conversations/handoffs.html",
-            title="Session handoffs",
-            active="conversations",
-            listing=listing,
-            project=project or "",
-            limit=limit or "",
-            first_page=cursor is not None,
+        lister = transcripts.list_handoffs
+        return _list_page(
+            screen, "handoffs", "Session handoffs", lister, cursor, limit, project=project
         )
 
     @get("/{conversation_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def conversation(
-        self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        conversation_id: Annotated[
-            str, PathParameter(description="Its id, or the id it was committed with.")
-        ],
+        self, screen: NamedDependency[Screen], conversation_id: ConversationId
     ) -> Template:
-        transcript = transcripts.get_transcript(elephant, tenant, conversation_id)
+        transcript = transcripts.get_transcript(screen.elephant, screen.tenant, conversation_id)
         cells, member, width = bracket_rows(transcript)
         statuses = [window.status for window in transcript.windows]
         summary = transcript.conversation
-        return page(
-            request,
+        return screen.render(
             "conversations/conversation.html",
             title=f"Conversation {summary.external_id or summary.id}",
             active="conversations",

@@ -19,16 +19,15 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pydantic
-from litestar import Controller, Request, get, post
+from litestar import get, post
 from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
 from litestar.params import Body
 from litestar.response import Template
 
-from app.console.render import access_of, page
+from app.console.pages.base import ConsolePages, Screen
 from app.errors import InvalidInput
 from app.services.access.erasure import EraseIn, ErasureReport, erase
-from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_ADMIN
 
 KINDS = ("subject", "conversation", "source", "ids", "tenant")
@@ -93,76 +92,59 @@ def describe(form: EraseForm, tenant: str) -> str:
     return f"the whole tenant {tenant}: every row, its graph and its API keys"
 
 
-FORM_BODY = Body(media_type=RequestEncodingType.URL_ENCODED)
+Form = Annotated[EraseForm, Body(media_type=RequestEncodingType.URL_ENCODED)]
 
 
-class ErasePages(Controller):
+def _form(screen: Screen, form: EraseForm, error: str | None) -> Template:
+    return screen.render(
+        "erase/index.html",
+        title="Erase",
+        active="erase",
+        status_code=422 if error else 200,
+        form=form,
+        error=error,
+    )
+
+
+def _report(screen: Screen, form: EraseForm, report: ErasureReport) -> Template:
+    missing = list(getattr(report.target, "missing", []))
+    return screen.render(
+        "erase/report.html",
+        title="Erase · dry run" if report.dry_run else "Erase · done",
+        active="erase",
+        form=form,
+        report=report,
+        target=describe(form, screen.tenant),
+        rows=[(table, count) for table, count in report.removed.items()],
+        missing=missing,
+    )
+
+
+class ErasePages(ConsolePages):
     path = "/t/{tenant_id:str}/erase"
-    include_in_schema = False
 
     @get("/", opt=CONSOLE_ADMIN.opt, sync_to_thread=False)
-    def index(self, request: Request[Any, Any, Any]) -> Template:
-        return self._form(request, EraseForm(), None)
+    def index(self, screen: NamedDependency[Screen]) -> Template:
+        return _form(screen, EraseForm(), None)
 
     @post("/preview", opt=CONSOLE_ADMIN.opt, sync_to_thread=True, status_code=200)
-    def preview(
-        self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: Annotated[EraseForm, FORM_BODY],
-    ) -> Template:
+    def preview(self, screen: NamedDependency[Screen], data: Form) -> Template:
         """A dry run: the report of what would go, and the form that makes it so."""
         try:
             wanted = request_of(data, dry_run=True)
         except InvalidInput as exc:
-            return self._form(request, data, exc.message)
-        report = erase(elephant, tenant, wanted, actor=access_of(request).principal.prefix)
-        return self._report(request, data, report, tenant)
+            return _form(screen, data, exc.message)
+        report = erase(screen.elephant, screen.tenant, wanted, actor=screen.actor)
+        return _report(screen, data, report)
 
     @post("/confirm", opt=CONSOLE_ADMIN.opt, sync_to_thread=True, status_code=200)
-    def confirm(
-        self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: Annotated[EraseForm, FORM_BODY],
-    ) -> Template:
+    def confirm(self, screen: NamedDependency[Screen], data: Form) -> Template:
         """The erasure itself; its report is the page (see the module docstring)."""
         wanted = request_of(data, dry_run=False)
-        if wanted.tenant and data.confirm_tenant.strip() != tenant:
+        if wanted.tenant and data.confirm_tenant.strip() != screen.tenant:
             raise InvalidInput(
-                f"to erase the whole tenant, type its id ({tenant}) in the confirmation field; "
-                "nothing was erased"
+                f"to erase the whole tenant, type its id ({screen.tenant}) in the confirmation "
+                "field; nothing was erased"
             )
-        report = erase(elephant, tenant, wanted, actor=access_of(request).principal.prefix)
-        return self._report(request, data, report, tenant)
-
-    def _form(
-        self, request: Request[Any, Any, Any], form: EraseForm, error: str | None
-    ) -> Template:
-        return page(
-            request,
-            "erase/index.html",
-            title="Erase",
-            active="erase",
-            status_code=422 if error else 200,
-            form=form,
-            error=error,
-        )
-
-    def _report(
-        self, request: Request[Any, Any, Any], form: EraseForm, report: ErasureReport, tenant: str
-    ) -> Template:
-        missing = list(getattr(report.target, "missing", []))
-        return page(
-            request,
-            "erase/report.html",
-            title="Erase · dry run" if report.dry_run else "Erase · done",
-            active="erase",
-            form=form,
-            report=report,
-            target=describe(form, tenant),
-            rows=[(table, count) for table, count in report.removed.items()],
-            missing=missing,
-        )
+        report = erase(screen.elephant, screen.tenant, wanted, actor=screen.actor)
+        return _report(screen, data, report)

@@ -7,28 +7,39 @@ posts here with the session's CSRF token and comes back (303) to the page with a
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated
 from uuid import UUID
 
-from litestar import Controller, Request, get, post
+from litestar import get, post
 from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 from litestar.response import Redirect, Template
 
 from app.console.forms import blank
-from app.console.render import access_of, page, query_string
+from app.console.pages.base import ConsolePages, Screen
+from app.console.render import query_string
 from app.errors import InvalidInput
 from app.services.gate import decisions as gate_log
-from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_READ, CONSOLE_WRITE
 
 PAGE_SIZE = 25
 OUTCOMES = ("stored", "duplicate")
+DecisionId = Annotated[int, PathParameter(description="The rejected decision.")]
+
+
+@dataclass(frozen=True, slots=True)
+class AdmittedNotice:
+    """A rejected decision admitted: stored as ``memory`` or found a ``duplicate``."""
+
+    decision: int
+    memory: str | None
+    outcome: str
 
 
 def _admitted_notice(
     admitted: str | None, memory: str | None, outcome: str | None
-) -> dict[str, Any] | None:
+) -> AdmittedNotice | None:
     """What the page says after an admission (from the redirect's query string: shown only
     when it is well formed, never trusted beyond that)."""
     if admitted is None or not (admitted.isdigit() and len(admitted) < 19):
@@ -39,19 +50,16 @@ def _admitted_notice(
         memory_id = None if memory is None else str(UUID(memory))
     except ValueError:
         memory_id = None
-    return {"decision": int(admitted), "memory": memory_id, "outcome": outcome}
+    return AdmittedNotice(int(admitted), memory_id, outcome)
 
 
-class GatePages(Controller):
+class GatePages(ConsolePages):
     path = "/t/{tenant_id:str}/gate"
-    include_in_schema = False
 
     @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        screen: NamedDependency[Screen],
         decision: Annotated[
             str | None, Parameter(description="accepted, rejected, forced or duplicate.")
         ] = None,
@@ -64,19 +72,18 @@ class GatePages(Controller):
     ) -> Template:
         filters = {"decision": blank(decision), "kind": blank(kind)}
         found = gate_log.list_decisions(
-            elephant,
-            tenant,
+            screen.elephant,
+            screen.tenant,
             decision=filters["decision"],
             kind=filters["kind"],
             limit=limit,
             cursor=blank(cursor),
         )
-        return page(
-            request,
+        return screen.render(
             "gate/index.html",
             title="Gate",
             active="gate",
-            summary=gate_log.metrics(elephant, tenant, recent=0),
+            summary=gate_log.metrics(screen.elephant, screen.tenant, recent=0),
             found=found,
             filters=filters,
             keep={**filters, "limit": None if limit == PAGE_SIZE else limit},
@@ -87,16 +94,9 @@ class GatePages(Controller):
         )
 
     @post("/{decision_id:int}/admit", opt=CONSOLE_WRITE.opt, sync_to_thread=True)
-    def admit(
-        self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        decision_id: Annotated[int, PathParameter(description="The rejected decision.")],
-    ) -> Redirect:
+    def admit(self, screen: NamedDependency[Screen], decision_id: DecisionId) -> Redirect:
         if decision_id < 1:
             raise InvalidInput(f"decision: {decision_id} is not a decision id")
-        actor = access_of(request).principal.prefix
-        result = gate_log.admit(elephant, tenant, decision_id, actor=actor)
+        result = gate_log.admit(screen.elephant, screen.tenant, decision_id, actor=screen.actor)
         target = query_string(admitted=decision_id, memory=result.memory_id, outcome=result.status)
-        return Redirect(f"/ui/t/{tenant}/gate{target}#admitted", status_code=303)
+        return Redirect(f"{screen.base}/gate{target}#admitted", status_code=303)

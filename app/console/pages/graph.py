@@ -15,14 +15,14 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
-from litestar import Controller, Request, get
+from litestar import get
 from litestar.di import NamedDependency
 from litestar.params import Parameter
 from litestar.response import Template
 
 from app.console.forms import moment as parse_moment
 from app.console.graph_svg import STATUS_STYLE, draw
-from app.console.render import page
+from app.console.pages.base import ConsolePages, Screen
 from app.errors import NotFound
 from app.services.graph import reads
 from app.services.graph.neighbourhood import (
@@ -31,7 +31,6 @@ from app.services.graph.neighbourhood import (
     Node,
     entity_neighbourhood,
 )
-from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_READ
 
 Show = Literal["valid", "all"]
@@ -73,16 +72,13 @@ def graph_link(base: str, name: str, hops: int, show: str, as_of: datetime | Non
     return f"{base}/graph?{urlencode(params)}"
 
 
-class GraphPages(Controller):
+class GraphPages(ConsolePages):
     path = "/t/{tenant_id:str}/graph"
-    include_in_schema = False
 
     @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        screen: NamedDependency[Screen],
         entity: Annotated[
             str | None, Parameter(max_length=200, description="The entity at the centre.")
         ] = None,
@@ -99,7 +95,7 @@ class GraphPages(Controller):
             Show, Parameter(description="valid: only what was true then; all: everything.")
         ] = "valid",
     ) -> Template:
-        base = f"/ui/t/{tenant}"
+        elephant, tenant = screen.elephant, screen.tenant
         name = (entity or "").strip()
         context: dict[str, Any] = {
             "entity": name,
@@ -116,7 +112,7 @@ class GraphPages(Controller):
             listing = reads.read_graph(elephant, tenant, limit=FIRST_ENTITIES)
             context["first_entities"] = [item.name for item in listing.items]
             context["entity_total"] = listing.total
-            return page(request, "graph/index.html", title="Graph", active="graph", **context)
+            return screen.render("graph/index.html", title="Graph", active="graph", **context)
         every = show == "all"
         asked = parse_moment("as_of", as_of)
         try:
@@ -125,10 +121,9 @@ class GraphPages(Controller):
             found = reads.search_nodes(elephant, tenant, name, limit=SUGGESTIONS, max_relations=0)
             context["missing"] = exc.message
             context["suggestions"] = [node.name for node in found.entities]
-            return page(
-                request, "graph/index.html", title="Graph", active="graph", status_code=404,
-                **context,
-            )  # fmt: skip
+            return screen.render(
+                "graph/index.html", title="Graph", active="graph", status_code=404, **context
+            )
         now = datetime.now(UTC)
         positions = stops(view, now)
         if at is not None:
@@ -140,7 +135,7 @@ class GraphPages(Controller):
         position = stop_of(positions, view.as_of, now)
 
         def link_to(entity_name: str) -> str:
-            return graph_link(base, entity_name, hops, show, view.as_of)
+            return graph_link(screen.base, entity_name, hops, show, view.as_of)
 
         def link(node: Node) -> str:
             return link_to(node.name)
@@ -155,7 +150,5 @@ class GraphPages(Controller):
             labels_json=json.dumps([moment_label(p) for p in positions]),
             as_of_value=view.as_of.isoformat() if view.as_of else "",
         )
-        return page(
-            request, "graph/index.html", title=f"Graph · {view.centre.name}", active="graph",
-            **context,
-        )  # fmt: skip
+        title = f"Graph · {view.centre.name}"
+        return screen.render("graph/index.html", title=title, active="graph", **context)

@@ -8,23 +8,23 @@ everyone else their count.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from litestar import Controller, Request, get
+from litestar import get
 from litestar.di import NamedDependency
 from litestar.params import Parameter
 from litestar.response import Template
 from markupsafe import Markup
 
 from app.console.charts import Series, bar_chart, line_chart
-from app.console.render import access_of, page
+from app.console.pages.base import ConsolePages, Screen
 from app.errors import InvalidInput
 from app.services.ops.overview import GrowthDay, Overview, UsageReport, overview
-from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_READ
 
 DAY_CHOICES = (7, 30, 90)
 DEFAULT_DAYS = 30
+Days = Annotated[str | None, Parameter(description="Days of growth and usage shown: 7, 30 or 90.")]
 
 
 def _days(value: str | None) -> int:
@@ -95,25 +95,17 @@ def usage_charts(usage: UsageReport) -> dict[str, Markup]:
     return {"by_day": by_day, "by_operation": by_operation}
 
 
-class OverviewPages(Controller):
+class OverviewPages(ConsolePages):
     path = "/t/{tenant_id:str}/"
-    include_in_schema = False
 
     @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
-    def index(
-        self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        days: Annotated[
-            str | None, Parameter(description="Days of growth and usage shown: 7, 30 or 90.")
-        ] = None,
-    ) -> Template:
+    def index(self, screen: NamedDependency[Screen], days: Days = None) -> Template:
         chosen = _days(days)
-        is_admin = access_of(request).principal.has("admin")
-        report: Overview = overview(elephant, tenant, chosen, failed_jobs=is_admin)
-        return page(
-            request,
+        elephant = screen.elephant
+        report: Overview = overview(
+            elephant, screen.tenant, chosen, failed_jobs=screen.can("admin")
+        )
+        return screen.render(
             "overview/index.html",
             title="Overview",
             active="overview",

@@ -13,20 +13,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, cast, get_args
 
-from litestar import Controller, Request, get
+from litestar import get
 from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 from litestar.response import Template
 from markupsafe import Markup
 
 from app.console.forms import blank, choice, moment, optional_uuid, required_uuid
-from app.console.render import page, when
+from app.console.pages.base import ConsolePages, Screen
+from app.console.render import when
 from app.errors import InvalidInput
 from app.services.facts import history as fact_history
 from app.services.facts.history import ChainLink
 from app.services.gate import decisions as gate_log
 from app.services.memory import records
-from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_READ
 
 PAGE_SIZE = 25
@@ -37,6 +37,8 @@ FACT_TYPES: tuple[str, ...] = get_args(records.FactType)
 Text = Annotated[str | None, Parameter(description="Filter; empty: any.")]
 Cursor = Annotated[str | None, Parameter(description="next page's cursor (none: the first).")]
 Limit = Annotated[int, Parameter(description=f"Rows a page, 1-{records.MAX_LIMIT}.")]
+MemoryId = Annotated[str, PathParameter(description="The memory's id.")]
+FactId = Annotated[str, PathParameter(description="The fact's id.")]
 
 
 def page_size(limit: int) -> int:
@@ -46,9 +48,28 @@ def page_size(limit: int) -> int:
     return limit
 
 
-def _keep(filters: dict[str, str | None], limit: int) -> dict[str, str | int | None]:
-    """What a paging link carries over: the filters, and the page size when not the usual."""
-    return {**filters, "limit": None if limit == PAGE_SIZE else limit}
+def _list_page(
+    screen: Screen,
+    name: str,
+    title: str,
+    found: object,
+    filters: dict[str, str | None],
+    limit: int,
+    cursor: str | None,
+    **more: Any,
+) -> Template:
+    """A page of the Memories or Facts list: ``found`` with the ``filters`` in force; a
+    paging link carries the filters over, and the page size when not the usual."""
+    return screen.render(
+        f"records/{name}.html",
+        title=title,
+        active=name,
+        found=found,
+        filters=filters,
+        keep={**filters, "limit": None if limit == PAGE_SIZE else limit},
+        paged=blank(cursor) is not None,
+        **more,
+    )
 
 
 def step_label(step: int) -> str:
@@ -59,16 +80,13 @@ def step_label(step: int) -> str:
     return "replaced it" if step == 1 else f"later ({step} on)"
 
 
-class RecordPages(Controller):
+class RecordPages(ConsolePages):
     path = "/t/{tenant_id:str}"
-    include_in_schema = False
 
     @get("/memories", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def memories(
         self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        screen: NamedDependency[Screen],
         kind: Annotated[str | None, Parameter(description="note or window.")] = None,
         source: Text = None,
         conversation: Text = None,
@@ -81,39 +99,25 @@ class RecordPages(Controller):
             "conversation": blank(conversation),
         }
         found = records.list_memories(
-            elephant,
-            tenant,
+            screen.elephant,
+            screen.tenant,
             kind=cast("records.MemoryKind | None", filters["kind"]),
             source=filters["source"],
             conversation=filters["conversation"],
             limit=page_size(limit),
             cursor=blank(cursor),
         )
-        return page(
-            request,
-            "records/memories.html",
-            title="Memories",
-            active="memories",
-            found=found,
-            filters=filters,
-            keep=_keep(filters, limit),
-            paged=blank(cursor) is not None,
-            kinds=KINDS,
+        return _list_page(
+            screen, "memories", "Memories", found, filters, limit, cursor, kinds=KINDS
         )
 
     @get("/memories/{memory_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
-    def memory(
-        self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        memory_id: Annotated[str, PathParameter(description="The memory's id.")],
-    ) -> Template:
+    def memory(self, screen: NamedDependency[Screen], memory_id: MemoryId) -> Template:
+        elephant, tenant = screen.elephant, screen.tenant
         ident = required_uuid("memory", memory_id)
         memory = records.get_memory(elephant, tenant, ident, record_access=False)
         facts = records.list_facts(elephant, tenant, memory_id=ident, limit=records.MAX_LIMIT)
-        return page(
-            request,
+        return screen.render(
             "records/memory.html",
             title=f"Memory {memory.id[:8]}",
             active="memories",
@@ -126,9 +130,7 @@ class RecordPages(Controller):
     @get("/facts", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def facts(
         self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        screen: NamedDependency[Screen],
         status: Annotated[
             str | None, Parameter(description="active (current), superseded or retracted.")
         ] = None,
@@ -146,8 +148,8 @@ class RecordPages(Controller):
         fact_type = choice("type", type, FACT_TYPES)
         memory_id = optional_uuid("memory", memory)
         found = records.list_facts(
-            elephant,
-            tenant,
+            screen.elephant,
+            screen.tenant,
             status=cast("records.FactStatus | None", chosen),
             source=blank(source),
             memory_id=memory_id,
@@ -165,33 +167,16 @@ class RecordPages(Controller):
             "type": fact_type,
             "as_of": blank(as_of),
         }
-        return page(
-            request,
-            "records/facts.html",
-            title="Facts",
-            active="facts",
-            found=found,
-            filters=filters,
-            keep=_keep(filters, limit),
-            paged=blank(cursor) is not None,
-            statuses=STATUSES,
-            fact_types=FACT_TYPES,
-        )
+        more = {"statuses": STATUSES, "fact_types": FACT_TYPES}
+        return _list_page(screen, "facts", "Facts", found, filters, limit, cursor, **more)
 
     @get("/facts/{fact_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
-    def fact(
-        self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        fact_id: Annotated[str, PathParameter(description="The fact's id.")],
-    ) -> Template:
+    def fact(self, screen: NamedDependency[Screen], fact_id: FactId) -> Template:
         ident = required_uuid("fact", fact_id)
-        found = fact_history.history(elephant, tenant, ident)
+        found = fact_history.history(screen.elephant, screen.tenant, ident)
         # the judgement behind each step of the chain, by (older, newer)
         links = {(c.older_id, c.newer_id): c for c in found.contradictions}
-        return page(
-            request,
+        return screen.render(
             "records/fact.html",
             title=f"Fact {found.fact.id[:8]}",
             active="facts",

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pydantic
-from litestar import Controller, Request, get
+from litestar import get
 from litestar.di import NamedDependency
 from litestar.params import Parameter, QueryParameter
 from litestar.response import Template
 from markupsafe import Markup
 
 from app.console.lanes import LANES, LaneMark, highlight, lane_chart, lane_marks
-from app.console.render import page
+from app.console.pages.base import ConsolePages, Screen
 from app.errors import InvalidInput
 from app.services.memory.transcripts import TurnLink, turn_links
 from app.services.retrieval.search import SearchExplain, SearchHit, SearchRequest, search
@@ -143,16 +143,13 @@ def _hits(
     return views
 
 
-class SearchPages(Controller):
+class SearchPages(ConsolePages):
     path = "/t/{tenant_id:str}/search"
-    include_in_schema = False
 
     @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
     def index(
         self,
-        request: Request[Any, Any, Any],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        screen: NamedDependency[Screen],
         query_text: Annotated[
             str | None, QueryParameter(name="query", description="What to find.")
         ] = None,
@@ -169,6 +166,7 @@ class SearchPages(Controller):
         rerank: Text = None,
         form: Annotated[str | None, Parameter(description="1: the form was sent.")] = None,
     ) -> Template:
+        elephant, tenant = screen.elephant, screen.tenant
         sent = form is not None
         reranker = elephant.reranker is not None
         shown = SearchForm(
@@ -196,7 +194,7 @@ class SearchPages(Controller):
             "problem": None,
         }
         if not shown.query:
-            return page(request, "search/index.html", title="Search", active="search", **context)
+            return screen.render("search/index.html", title="Search", active="search", **context)
         try:
             if unknown:
                 raise InvalidInput(
@@ -205,8 +203,7 @@ class SearchPages(Controller):
             result = search(elephant, tenant, _request(shown), record_access=False)
         except InvalidInput as exc:
             context["problem"] = exc.message
-            return page(
-                request,
+            return screen.render(
                 "search/index.html",
                 title="Search",
                 active="search",
@@ -216,4 +213,4 @@ class SearchPages(Controller):
         assert result.explain is not None  # asked for
         context["result"] = result
         context["hits"] = _hits(elephant, tenant, shown.query, result.hits, result.explain)
-        return page(request, "search/index.html", title="Search", active="search", **context)
+        return screen.render("search/index.html", title="Search", active="search", **context)
