@@ -3,36 +3,58 @@
 Reads are bounded and say what they left out (total_matched, truncated,
 relations_total); writes are all-or-nothing; the delete tools exist only in the
 full profile (kind "delete"), invalidation being the normal way to correct. Each
-tool answers with the JSON form of the service's typed result (the API's JSON; the
-writes leave out empty lists).
+tool returns the service's typed result; ``answer`` turns it into the JSON the client
+reads: the API's JSON, but a write's counts (RecordResult) leave out their empty lists.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, TypedDict
 
+import msgspec
 from pydantic import Field
 
 from app.mcp.context import current
 from app.mcp.registry import ToolSet
+from app.protocol import JSONObject
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.models import (
     DecisionIn,
+    DecisionResult,
+    EntitiesDeleted,
     EntityIn,
     EntityName,
+    EntitySummary,
+    GraphNode,
+    NodeSearchResult,
     ObservationRefs,
+    ObservationsDeleted,
     ObservationsIn,
+    ObservationsInvalidated,
+    OpenedNodes,
     OpenIn,
     Reason,
     RecordIn,
     RecordResult,
     RelationIn,
     RelationRef,
+    RelationsDeleted,
     ReviseIn,
+    RevisionResult,
 )
 
-GRAPH_TOOLS = ToolSet()
+
+def answer(result: object) -> JSONObject:
+    """The JSON a graph tool answers with: its result's JSON form, without the empty lists
+    (and None) of a write's counts (the tool answer stays short)."""
+    body: JSONObject = msgspec.to_builtins(result)
+    if isinstance(result, RecordResult):
+        return {key: value for key, value in body.items() if value not in ([], None)}
+    return body
+
+
+GRAPH_TOOLS = ToolSet(answer=answer)
 
 Names = Annotated[
     list[EntityName],
@@ -56,9 +78,16 @@ ObservationRefList = Annotated[
 ]
 
 
-def _compact(result: RecordResult) -> dict[str, Any]:
-    """A write's result without its empty lists (the tool answer stays short)."""
-    return {key: value for key, value in result.to_dict().items() if value not in ([], None)}
+class GraphPage(TypedDict):
+    """A read_graph page: the API's page without ``entities``, its deprecated copy of items
+    (not worth an agent's tokens)."""
+
+    items: list[EntitySummary | GraphNode]
+    next_cursor: str | None
+    total: int
+    offset: int
+    limit: int
+    next_offset: int | None
 
 
 # ------------------------------------------------------------------ read
@@ -71,7 +100,7 @@ def search_nodes(
     entity_type: Annotated[str | None, Field(description="Only this entity type.")] = None,
     limit: Annotated[int, Field(ge=1, le=50, description="Entities, 1-50.")] = 10,
     max_relations: Annotated[int, Field(ge=0, le=100, description="Per entity.")] = 10,
-) -> dict[str, Any]:
+) -> NodeSearchResult:
     """Find graph entities by name, then by what their observations say. Reports
     total_matched and truncated; each entity comes with up to max_relations relations."""
     runtime = current()
@@ -83,7 +112,7 @@ def search_nodes(
         entity_type=entity_type,
         limit=limit,
         max_relations=max_relations,
-    ).to_dict()
+    )
 
 
 @GRAPH_TOOLS.tool("read")
@@ -93,12 +122,12 @@ def open_nodes(
         str | None,
         Field(description="ISO date: the entities as they were then (default: current)."),
     ] = None,
-) -> dict[str, Any]:
+) -> OpenedNodes:
     """Entities by name with their active observations (id, kind, content) and current
     relations; names not in the graph are listed under missing."""
     runtime = current()
     when = OpenIn(names=names, as_of=as_of).as_of
-    return reads.open_nodes(runtime.elephant, runtime.tenant(), names, as_of=when).to_dict()
+    return reads.open_nodes(runtime.elephant, runtime.tenant(), names, as_of=when)
 
 
 @GRAPH_TOOLS.tool("read")
@@ -107,7 +136,7 @@ def read_graph(
     limit: Annotated[int, Field(ge=1, le=200, description="Entities per page.")] = 50,
     summary: Annotated[bool, Field(description="Counts only, no observation texts.")] = True,
     offset: Annotated[int, Field(ge=0, description="Entities to skip (or cursor).")] = 0,
-) -> dict[str, Any]:
+) -> GraphPage:
     """One page of the graph in name order, with total and next_cursor for the next page."""
     runtime = current()
     page = reads.read_graph(
@@ -117,9 +146,15 @@ def read_graph(
         limit=limit,
         summary=summary,
         cursor=cursor,
-    ).to_dict()
-    page.pop("entities", None)  # the API's deprecated copy of items: not worth an agent's tokens
-    return page
+    )
+    return GraphPage(
+        items=page.items,
+        next_cursor=page.next_cursor,
+        total=page.total,
+        offset=page.offset,
+        limit=page.limit,
+        next_offset=page.next_offset,
+    )
 
 
 # ------------------------------------------------------------------ write
@@ -139,7 +174,7 @@ def record(
         list[ObservationsIn] | None,
         Field(description="{entity, contents: [text or {content, kind}]} each."),
     ] = None,
-) -> dict[str, Any]:
+) -> RecordResult:
     """Write entities, relations and observations in one all-or-nothing call. Existing
     entities are merged, duplicate observations and relations skipped; a relation's ends
     must exist or be in the same call. Unknown types are rejected with the valid list."""
@@ -147,7 +182,7 @@ def record(
     request = RecordIn(
         entities=entities or [], relations=relations or [], observations=observations or []
     )
-    return _compact(ops.record(runtime.elephant, runtime.tenant(), request))
+    return ops.record(runtime.elephant, runtime.tenant(), request)
 
 
 @GRAPH_TOOLS.tool("write", idempotent=True)
@@ -162,7 +197,7 @@ def record_decision(
     supersedes: Annotated[
         str | None, Field(description="An earlier decision this one replaces.")
     ] = None,
-) -> dict[str, Any]:
+) -> DecisionResult:
     """Record a decision: what was decided, why, and each rejected alternative as
     separate observations; supersedes closes an earlier decision (kept as history)."""
     runtime = current()
@@ -174,7 +209,7 @@ def record_decision(
         domain=domain,
         supersedes=supersedes,
     )
-    return _compact(ops.record_decision(runtime.elephant, runtime.tenant(), decision))
+    return ops.record_decision(runtime.elephant, runtime.tenant(), decision)
 
 
 @GRAPH_TOOLS.tool("write")
@@ -193,7 +228,7 @@ def revise(
     reason: Annotated[
         str | None, Field(max_length=2000, description="Why it is no longer true.")
     ] = None,
-) -> dict[str, Any]:
+) -> RevisionResult:
     """Revise, never delete: invalidate what is no longer true and link the replacement
     with a supersedes relation, in one transaction."""
     runtime = current()
@@ -204,57 +239,55 @@ def revise(
         superseding_entity=superseding_entity,
         reason=reason,
     )
-    return _compact(ops.revise(runtime.elephant, runtime.tenant(), request))
+    return ops.revise(runtime.elephant, runtime.tenant(), request)
 
 
 @GRAPH_TOOLS.tool("write", idempotent=True)
-def create_entities(entities: Entities) -> dict[str, Any]:
+def create_entities(entities: Entities) -> RecordResult:
     """Create entities (existing ones are merged): name, entity_type, domain, epistemic."""
     runtime = current()
-    return _compact(ops.create_entities(runtime.elephant, runtime.tenant(), entities))
+    return ops.create_entities(runtime.elephant, runtime.tenant(), entities)
 
 
 @GRAPH_TOOLS.tool("write", idempotent=True)
-def create_relations(relations: Relations) -> dict[str, Any]:
+def create_relations(relations: Relations) -> RecordResult:
     """Relate existing entities with a relation type from the vocabulary."""
     runtime = current()
-    return _compact(ops.create_relations(runtime.elephant, runtime.tenant(), relations))
+    return ops.create_relations(runtime.elephant, runtime.tenant(), relations)
 
 
 @GRAPH_TOOLS.tool("write", idempotent=True)
-def add_observations(observations: Observations) -> dict[str, Any]:
+def add_observations(observations: Observations) -> RecordResult:
     """Add observations (note, decided, rejected, because, touches) to existing entities."""
     runtime = current()
-    return _compact(ops.add_observations(runtime.elephant, runtime.tenant(), observations))
+    return ops.add_observations(runtime.elephant, runtime.tenant(), observations)
 
 
 @GRAPH_TOOLS.tool("write")
 def invalidate_observations(
     observations: ObservationRefList,
     reason: Annotated[Reason | None, Field(description="Why it is no longer true.")] = None,
-) -> dict[str, Any]:
+) -> ObservationsInvalidated:
     """Mark observations no longer true: kept as history, hidden from current answers."""
     runtime = current()
-    return ops.invalidate_observations(
-        runtime.elephant, runtime.tenant(), observations, reason
-    ).to_dict()
+    return ops.invalidate_observations(runtime.elephant, runtime.tenant(), observations, reason)
 
 
 # ------------------------------------------------------------------ delete (profile full)
 
 
 @GRAPH_TOOLS.tool("delete")
-def delete_entities(names: Names) -> dict[str, Any]:
+def delete_entities(names: Names) -> EntitiesDeleted:
     """Delete entities with their relations and observations. Prefer revise."""
     runtime = current()
-    return ops.delete_entities(runtime.elephant, runtime.tenant(), names).to_dict()
+    return ops.delete_entities(runtime.elephant, runtime.tenant(), names)
 
 
 @GRAPH_TOOLS.tool("delete")
-def delete_observations(observations: ObservationRefList) -> dict[str, Any]:
+def delete_observations(observations: ObservationRefList) -> ObservationsDeleted:
     """Delete observations for good. Prefer invalidate_observations."""
     runtime = current()
-    return ops.delete_observations(runtime.elephant, runtime.tenant(), observations).to_dict()
+    return ops.delete_observations(runtime.elephant, runtime.tenant(), observations)
 
 
 @GRAPH_TOOLS.tool("delete")
@@ -262,7 +295,7 @@ def delete_relations(
     relations: Annotated[
         list[RelationRef], Field(min_length=1, description="{source, relation_type, target}.")
     ],
-) -> dict[str, Any]:
+) -> RelationsDeleted:
     """Delete relations for good. Prefer revise, which keeps history."""
     runtime = current()
-    return ops.delete_relations(runtime.elephant, runtime.tenant(), relations).to_dict()
+    return ops.delete_relations(runtime.elephant, runtime.tenant(), relations)

@@ -17,15 +17,24 @@ listed nor callable; the service function behind it stays available to the API a
 the CLI. To add a tool, decorate its function in the tool set it belongs to (a write
 that can be repeated safely says ``idempotent=True``); a new tool set goes into
 ``TOOLSETS`` in server.py.
+
+A tool returns its typed result. fastmcp serialises a TypedDict or a dataclass itself;
+a tool set whose results it cannot (the graph's msgspec Structs) gives ``answer``, the
+function turning a result into the JSON object the client reads, and the server
+registers each tool through it (``ToolSpec.handler``).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar, get_args
 
 from mcp.types import ToolAnnotations
+
+from app.protocol import JSONObject
 
 Kind = Literal["read", "write", "delete"]
 Profile = Literal["recall", "record", "standard", "full"]
@@ -39,6 +48,8 @@ PROFILES: dict[Profile, frozenset[Kind]] = {
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
+Answer = Callable[[Any], JSONObject]
+"""A tool set's typed result to the JSON object a tool answers with."""
 
 
 @dataclass(frozen=True)
@@ -46,10 +57,29 @@ class ToolSpec:
     fn: Callable[..., Any]
     kind: Kind
     idempotent: bool = False
+    answer: Answer | None = None
 
     @property
     def name(self) -> str:
         return self.fn.__name__
+
+    def handler(self) -> Callable[..., Any]:
+        """What the server registers: ``fn``, or with an ``answer`` a function calling
+        ``fn`` and answering with the JSON of its result (its signature says so to
+        fastmcp, which then passes that object through as it is)."""
+        if self.answer is None:
+            return self.fn
+        fn, answer = self.fn, self.answer
+
+        @functools.wraps(fn)
+        def answered(*args: Any, **kwargs: Any) -> JSONObject:
+            return answer(fn(*args, **kwargs))
+
+        signature = inspect.signature(fn, eval_str=True)
+        answered.__signature__ = signature.replace(  # type: ignore[attr-defined]
+            return_annotation=JSONObject
+        )
+        return answered
 
     def offered_in(self, profile: Profile) -> bool:
         return self.kind in PROFILES[profile]
@@ -68,6 +98,7 @@ class ToolSpec:
 class ToolSet:
     """A group of tools (memory, graph, ...), each declared with ``@toolset.tool(kind)``."""
 
+    answer: Answer | None = None
     specs: list[ToolSpec] = field(default_factory=list)
 
     def tool(self, kind: Kind, *, idempotent: bool = False) -> Callable[[F], F]:
@@ -76,7 +107,7 @@ class ToolSet:
         def register(fn: F) -> F:
             if any(spec.name == fn.__name__ for spec in self.specs):
                 raise ValueError(f"tool {fn.__name__!r} is declared twice")
-            self.specs.append(ToolSpec(fn, kind, idempotent))
+            self.specs.append(ToolSpec(fn, kind, idempotent, self.answer))
             return fn
 
         return register

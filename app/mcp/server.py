@@ -115,7 +115,7 @@ def register_tools(server: ElephantMCP, profile: Profile, *, keyed: bool) -> Non
 
     for spec in specs(profile):
         server.tool(
-            translate(spec.fn),
+            translate(spec.handler()),
             name=spec.name,
             annotations=spec.annotations(),
             output_schema=None,

@@ -6,7 +6,6 @@ never embeddings, lane ranks or audit details (the REST API has those).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Annotated, Any, Literal, NotRequired
 from uuid import UUID
@@ -284,15 +283,14 @@ def commit_conversation(
 def feedback(
     id: Annotated[str, Field(description="A memory or fact id from search.")],
     helpful: Annotated[bool, Field(description="Did it help? Raises or lowers its rank.")],
-) -> dict[str, Any]:
+) -> feedback_service.FeedbackResult:
     """Tell memory whether a search result helped: it gains (+5) or loses (-10) importance."""
     runtime = current()
     try:
         target = UUID(id)
     except ValueError:
         raise InvalidInput(f"id: {id!r} is not a memory or fact id (a UUID)") from None
-    result = feedback_service.give_feedback_on(runtime.elephant, runtime.tenant(), target, helpful)
-    return dataclasses.asdict(result)
+    return feedback_service.give_feedback_on(runtime.elephant, runtime.tenant(), target, helpful)
 
 
 @MEMORY.tool("write")
