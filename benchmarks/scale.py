@@ -24,8 +24,8 @@ while it is copied, so the 2N passage vectors are never held at once). Measured:
   app.services.retrieval.search.prepare, its parameters built by
   app.services.retrieval.search.statement_params, as search() builds them) against the same
   lanes issued as separate queries in the same tenant transaction (with the same
-  filter fragments, sql/memory_filters.sql and sql/fact_filters.sql, spliced in;
-  the windows lane is the statement's own, sql/window_lane.sql, passages included,
+  filter fragments, sql/retrieval/memory_filters.sql and sql/retrieval/fact_filters.sql, spliced in;
+  the windows lane is the statement's own, sql/retrieval/window_lane.sql, passages included,
   and the preference lane is the statement's preference_lane CTE), fused by RRF in
   Python (windows lifted by their best found fact, search.fact_support, as the
   statement does: one more query) and completed by fetching the top rows by id. No
@@ -624,19 +624,20 @@ ONE_VARIANT_Q = (
 
 
 def statement_cte(name: str) -> str:
-    """The CTE ``name AS (...)`` of sql/hybrid_search.sql as written there (its slots
+    """The CTE ``name AS (...)`` of sql/retrieval/hybrid_search.sql as written there (its slots
     unfilled): from its first line to the first line that starts with ``)``."""
     found = re.search(
-        rf"^{name} AS \(\n.*?^\)", load_sql("hybrid_search.sql"), re.MULTILINE | re.DOTALL
+        rf"^{name} AS \(\n.*?^\)", load_sql("retrieval/hybrid_search.sql"), re.MULTILINE | re.DOTALL
     )
     if found is None:
-        raise ValueError(f"no CTE {name} in sql/hybrid_search.sql")
+        raise ValueError(f"no CTE {name} in sql/retrieval/hybrid_search.sql")
     return found.group(0)
 
 
-# The lanes of sql/hybrid_search.sql and sql/keyword_bm25.sql, one query each, with the
-# statement's own filter fragments in their slots. The windows lane is the statement's
-# (sql/window_lane.sql: nearest memories and passages, scored with their best passage)
+# The lanes of sql/retrieval/hybrid_search.sql and sql/retrieval/keyword_bm25.sql, one query
+# each, with the statement's own filter fragments in their slots. The windows lane is the
+# statement's (sql/retrieval/window_lane.sql: nearest memories and passages, scored with their
+# best passage)
 # and so is the preference lane (its CTE, first variant only as in the statement).
 SEPARATE_LANES: dict[str, Lane] = {
     "windows": Lane(
@@ -700,7 +701,11 @@ def separate_lane_queries() -> dict[str, Lane]:
     """SEPARATE_LANES with their slots filled (once, outside the timings)."""
     return {
         name: Lane(
-            lane.item, lane.weight, splice(lane.query), lane.indexes, lane.first_variant_only
+            lane.item,
+            lane.weight,
+            splice(lane.query, "retrieval"),
+            lane.indexes,
+            lane.first_variant_only,
         )
         for name, lane in SEPARATE_LANES.items()
     }
@@ -719,7 +724,7 @@ WHERE f.id = ANY (%(fact_ids)s::uuid[])
 
 @cache
 def fact_windows_query() -> str:
-    return splice(FACT_WINDOWS)
+    return splice(FACT_WINDOWS, "retrieval")
 
 
 FETCH_MEMORIES = (

@@ -287,17 +287,17 @@ def test_each_filter_is_written_once_and_spliced_into_every_lane(engine: str) ->
     # windows (nearest windows by index and exactly, windows of near turns, long notes of
     # near passages) + keyword memories + windows of found facts; facts (index, exact) +
     # keyword facts + graph_facts + preferences (index, exact)
-    assert text.count(fragment("memory_filters.sql").splitlines()[0]) == 6
+    assert text.count(fragment("retrieval/memory_filters.sql").splitlines()[0]) == 6
     assert text.count("WHEN %(include_expired)s THEN true") == 6
     for name in ("memory_filters.sql", "fact_filters.sql", "hybrid_search.sql"):
-        assert load_sql(name).count("WHEN %(include_expired)s THEN true") == (
+        assert load_sql(f"retrieval/{name}").count("WHEN %(include_expired)s THEN true") == (
             1 if name == "fact_filters.sql" else 0
         )
     assert "-- Filters on facts" not in text  # a fragment's header stays in its file
 
 
 def test_a_slot_takes_its_fragment_indented_like_the_slot() -> None:
-    spliced = splice("WHERE true\n    {memory_filters}\nLIMIT 1")
+    spliced = splice("WHERE true\n    {memory_filters}\nLIMIT 1", "retrieval")
     lines = spliced.splitlines()
     assert lines[0] == "WHERE true" and lines[-1] == "LIMIT 1"
     assert all(line.startswith("    AND (") for line in lines[1:-1]), spliced
@@ -313,13 +313,13 @@ def test_the_service_builds_every_parameter_the_statement_names(
     request = SearchRequest(query="anything")
     params = statement_params(elephant, request, ["anything"], [[0.0]], engine, tenant=T)
     assert set(params) - {"way"} == named  # way picks the statement's text (run_statement)
-    header = load_sql("hybrid_search.sql").split("WITH q AS (")[0]
+    header = load_sql("retrieval/hybrid_search.sql").split("WITH q AS (")[0]
     assert [name for name in sorted(named) if name not in header] == []  # all documented
 
 
 # ---------------------------------------------------------------- the keyword lane under RLS
 
-# sql/keyword_tsvector.sql before migration 0009: the tenant's rows matched in place, which
+# sql/retrieval/keyword_tsvector.sql before migration 0009: the tenant's rows matched in place, which
 # under row-level security filters a scan of them. The lane must return what it returned.
 PLAIN_KEYWORD_LANE = """\
     SELECT q.variant, hit.item, hit.id, hit.rank
@@ -366,9 +366,9 @@ QUESTIONS = [
 
 def plain_statement() -> str:
     """The search statement as it was before 0009: the plain keyword lane spliced in."""
-    text = load_sql("hybrid_search.sql")
+    text = load_sql("retrieval/hybrid_search.sql")
     assert KEYWORD_SLOT.search(text), "hybrid_search.sql has no {keyword_lane} slot"
-    return splice(KEYWORD_SLOT.sub(lambda _: PLAIN_KEYWORD_LANE, text))
+    return splice(KEYWORD_SLOT.sub(lambda _: PLAIN_KEYWORD_LANE, text), "retrieval")
 
 
 def keyword_params(elephant: Elephant, variants: list[str], filters: str) -> dict[str, Any]:
@@ -392,10 +392,10 @@ def test_the_keyword_lane_returns_the_rows_and_ranks_of_the_plain_query(
         with seeded.db.tenant(T) as conn:
             prepare(conn, seeded, max(params["windows"], params["facts"]))
             old_lane = conn.execute(
-                splice(LANE_ONLY.replace("{keyword_lane}", PLAIN_KEYWORD_LANE)), params
+                splice(LANE_ONLY.replace("{keyword_lane}", PLAIN_KEYWORD_LANE), "retrieval"), params
             ).fetchall()
             new_lane = conn.execute(
-                splice(LANE_ONLY, keyword_lane="keyword_tsvector.sql"), params
+                splice(LANE_ONLY, "retrieval", keyword_lane="keyword_tsvector.sql"), params
             ).fetchall()
             old = conn.execute(plain_statement(), params).fetchall()
             new = conn.execute(statement("tsvector"), params).fetchall()

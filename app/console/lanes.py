@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-# The lanes of sql/hybrid_search.sql, in the order the chart draws them.
+# The lanes of sql/retrieval/hybrid_search.sql, in the order the chart draws them.
 LANES: tuple[tuple[str, str], ...] = (
     ("windows", "Windows"),
     ("facts", "Facts"),

@@ -5,11 +5,13 @@ installed, they are the packages ``app.migrations`` and ``app.sql`` (see
 pyproject.toml), so both layouts resolve through importlib.
 
 A SQL file may hold *slots*: a line holding only ``{name}``. ``splice`` fills each
-with the fragment file ``sql/<name>.sql`` (or the file the caller names for that
-slot), less the fragment's header comment, indented like the slot. So a filter that
-several statements share is written once (sql/memory_filters.sql,
-sql/fact_filters.sql) and the statement the database plans is the same as if it
-had been pasted in by hand: no function call, no migration.
+with the fragment file ``<name>.sql`` beside the file that holds the slot (or the
+file the caller names for that slot), less the fragment's header comment, indented
+like the slot. So a filter that several statements share is written once
+(sql/retrieval/memory_filters.sql, sql/retrieval/fact_filters.sql) and the statement
+the database plans is the same as if it had been pasted in by hand: no function
+call, no migration. Statements live by feature, ``sql/<feature>/<name>.sql``
+(CONTRIBUTING.md).
 
 ``sql/objects/`` holds the *re-applied* objects: the current definition of views,
 functions and comments, run in file-name order after every upgrade to head (see
@@ -69,28 +71,30 @@ def fragment(name: str) -> str:
     return "\n".join(lines).rstrip()
 
 
-def splice(text: str, **chosen: str) -> str:
-    """``text`` with every slot filled (see the module docstring).
+def splice(text: str, folder: str = "", **chosen: str) -> str:
+    """``text`` with every slot filled (see the module docstring); its fragments are read
+    from ``sql/<folder>/``, the folder of the file ``text`` came from.
 
     ``chosen`` maps a slot name to the fragment file it takes instead of
     ``<name>.sql`` (hybrid_search.sql's ``{keyword_lane}``: keyword_bm25.sql or
     keyword_tsvector.sql). Fragments may hold slots of their own.
     """
-    return _fill(text, chosen, depth=0)
+    return _fill(text, folder, chosen, depth=0)
 
 
-def _fill(text: str, chosen: dict[str, str], depth: int) -> str:
+def _fill(text: str, folder: str, chosen: dict[str, str], depth: int) -> str:
     if depth > _MAX_DEPTH:
         raise ValueError("SQL slots nested too deep: does a fragment include itself?")
 
     def one(slot: re.Match[str]) -> str:
-        name = slot["name"]
-        body = _fill(fragment(chosen.get(name, f"{name}.sql")), chosen, depth + 1)
+        file = chosen.get(slot["name"], f"{slot['name']}.sql")
+        body = _fill(fragment(f"{folder}/{file}" if folder else file), folder, chosen, depth + 1)
         return textwrap.indent(body, slot["indent"])
 
     return _SLOT.sub(one, text)
 
 
 def load_statement(name: str, **chosen: str) -> str:
-    """``sql/<name>`` with its slots filled, ready to run."""
-    return splice(load_sql(name), **chosen)
+    """``sql/<name>`` with its slots filled from its own folder, ready to run."""
+    folder = name.rpartition("/")[0]
+    return splice(load_sql(name), folder, **chosen)

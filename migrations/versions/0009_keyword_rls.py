@@ -19,7 +19,7 @@ tenant. Here the lane reads through `elephant_keyword_memories(query)` and
   sets that setting for the tenant it serves). Unset: no rows. plpgsql with custom
   plans, so each call is planned for its tenant's size and its query's words;
 - they return each match's id and ts_rank_cd score plus the columns the lane's
-  filters read (sql/memory_filters.sql, sql/fact_filters.sql), which the caller
+  filters read (sql/retrieval/memory_filters.sql, sql/retrieval/fact_filters.sql), which the caller
   applies around the call, then orders and limits as before (the same rows, the same
   ranks); only the app role may execute them.
 

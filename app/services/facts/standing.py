@@ -5,7 +5,7 @@ said once, they matter for every later request on their topic, which topical
 windows outrank. Each becomes a fact of type ``preference`` in the speaker's
 own words (no rewriting that could garble it), so a later change of mind meets
 the contradiction check like any fact, and search has a small lane for them
-(sql/hybrid_search.sql, ``preferences``).
+(sql/retrieval/hybrid_search.sql, ``preferences``).
 
 Rules only, for the LLM and offline extractors alike; an assistant's turns are
 never a person's preference.

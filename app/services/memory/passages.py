@@ -4,7 +4,7 @@ A window's vector covers only what fits in the model's token limit, so evidence
 deep in a long turn was invisible to the dense lane. Every turn gets one vector
 per passage (the turn itself, or overlapping parts of a long one), and a long
 note gets passages too; search scores a window by its own vector and by its
-best passage (sql/hybrid_search.sql), a late interaction over its turns.
+best passage (sql/retrieval/hybrid_search.sql), a late interaction over its turns.
 """
 
 from __future__ import annotations

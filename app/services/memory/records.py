@@ -340,7 +340,7 @@ def list_facts(
     """Newest first; superseded and retracted facts included unless ``status`` says.
     ``subject`` matches case-insensitively; ``as_of``: the facts true at that instant
     (valid_from <= as_of < valid_to, an open end unbounded) and not retracted, as search's
-    as_of filter (sql/fact_filters.sql)."""
+    as_of filter (sql/retrieval/fact_filters.sql)."""
     _check_page(limit, offset, cursor)
     params = {
         "status": status,

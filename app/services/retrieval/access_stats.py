@@ -211,7 +211,7 @@ def _add(uses: dict[str, _Uses], item: str, use: _Uses) -> int:
 def _upsert(conn: Connection, tenant: str, uses: dict[str, _Uses]) -> None:
     ordered = sorted(uses.items())
     conn.execute(
-        load_sql("access_record.sql"),
+        load_sql("retrieval/access_record.sql"),
         {
             "tenant": tenant,
             "ids": [item for item, _ in ordered],

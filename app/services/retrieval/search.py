@@ -1,4 +1,4 @@
-"""Hybrid search: query variants → one SQL statement (sql/hybrid_search.sql) → hits.
+"""Hybrid search: query variants → one statement (sql/retrieval/hybrid_search.sql) → hits.
 
 Every lane of every variant runs in that one statement, fused by RRF, over the
 current tenant only (named in the statement and enforced by row-level security).
@@ -290,15 +290,16 @@ class SearchResult:
 
 @cache
 def statement(engine: str, own_indexes_of: str | None = None) -> str:
-    """sql/hybrid_search.sql with its slots filled: the filters (sql/memory_filters.sql,
-    sql/fact_filters.sql) and the keyword lane of ``engine`` ("bm25" or "tsvector").
+    """sql/retrieval/hybrid_search.sql with its slots filled: the filters
+    (sql/retrieval/memory_filters.sql, sql/retrieval/fact_filters.sql) and the keyword
+    lane of ``engine`` ("bm25" or "tsvector").
 
     ``own_indexes_of``: a tenant with HNSW indexes of its own, written in as a literal
     (a validated tenant id: letters, digits, '_' and '-') so that the planner proves
     their ``WHERE tenant_id = '<tenant>'`` and walks them; a parameter cannot be proved.
     One statement text per such tenant (a few big ones), each prepared once."""
     lane = "keyword_bm25.sql" if engine == "bm25" else "keyword_tsvector.sql"
-    text = load_statement("hybrid_search.sql", keyword_lane=lane)
+    text = load_statement("retrieval/hybrid_search.sql", keyword_lane=lane)
     return text if own_indexes_of is None else naming_tenant(text, own_indexes_of)
 
 
@@ -496,7 +497,7 @@ def statement_params(
     graph: tuple[list[str], list[str]] = ([], []),
     dates: QuestionDates | Literal["from request"] | None = "from request",
 ) -> dict[str, Any]:
-    """Every parameter of sql/hybrid_search.sql for this request.
+    """Every parameter of sql/retrieval/hybrid_search.sql for this request.
 
     ``way``: how the tenant's dense lanes are served (app/db/tenant_indexes.py); exact
     is right for any tenant, only slower for a big one. ``graph``: the entity keys the
