@@ -29,6 +29,7 @@ from app.errors import ElephantError, InvalidInput
 
 if TYPE_CHECKING:
     from app.db import Database
+    from app.services.ops.server_link import QueryParams
 
 F = TypeVar("F", bound=Callable[..., Any])
 # Seconds uvicorn waits for open requests at SIGTERM; with the worker's 1.5 s and the
@@ -383,7 +384,7 @@ def _delegated(
     tenant: str | None,
     *,
     body: Any = None,
-    query: dict[str, Any] | None = None,
+    query: QueryParams | None = None,
 ) -> tuple[Any] | None:
     """The running server's answer (a 1-tuple), or None: no server for this database."""
     from app.services.ops import server_link

@@ -31,6 +31,7 @@ from litestar.types import (
 from litestar.types.asgi_types import HeaderScope
 
 from app.api.errors import error_code
+from app.protocol import JSONObject
 
 CONSOLE_PATH = "/ui"
 MAX_TEXT_MESSAGE = 300  # a short plain-text body is kept as the message; longer: the phrase
@@ -111,5 +112,5 @@ def _phrase(status: int) -> str:
     return error_code(status).replace("_", " ")
 
 
-def _encode(content: dict[str, Any]) -> bytes:
+def _encode(content: JSONObject) -> bytes:
     return json.dumps(content, separators=(",", ":")).encode()

@@ -68,7 +68,7 @@ async def observe_response(message: Message, scope: Scope) -> None:
     route = route_template(scope)
     metrics.HTTP_REQUESTS.labels(method, route, str(message["status"])).inc()
     started = _state(scope).get(_STARTED)
-    if started is not None:
+    if isinstance(started, float):
         metrics.HTTP_SECONDS.labels(method, route).observe(time.perf_counter() - started)
 
 
@@ -84,5 +84,6 @@ def route_template(scope: Scope) -> str:
     return UNMATCHED
 
 
-def _state(scope: Scope) -> dict[str, Any]:
-    return cast("dict[str, Any]", cast("dict[str, Any]", scope).setdefault("state", {}))
+def _state(scope: Scope) -> dict[str, object]:
+    """The request's state (Litestar's ``scope["state"]``), where its start time is kept."""
+    return cast("dict[str, object]", cast("dict[str, Any]", scope).setdefault("state", {}))

@@ -4,12 +4,13 @@ Reads are bounded and say what they left out (total_matched, truncated,
 relations_total); writes are all-or-nothing; the delete tools exist only in the
 full profile (kind "delete"), invalidation being the normal way to correct. Each
 tool returns the service's typed result; ``answer`` turns it into the JSON the client
-reads: the API's JSON, but a write's counts (RecordResult) leave out their empty lists.
+reads: the API's JSON, but a write's counts leave out their empty lists and a page of
+the graph its deprecated copy of items.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict
+from typing import Annotated
 
 import msgspec
 from pydantic import Field
@@ -25,8 +26,6 @@ from app.services.graph.models import (
     EntitiesDeleted,
     EntityIn,
     EntityName,
-    EntitySummary,
-    GraphNode,
     NodeSearchResult,
     ObservationRefs,
     ObservationsDeleted,
@@ -43,14 +42,18 @@ from app.services.graph.models import (
     ReviseIn,
     RevisionResult,
 )
+from app.services.graph.reads import EntityPage
 
 
 def answer(result: object) -> JSONObject:
-    """The JSON a graph tool answers with: its result's JSON form, without the empty lists
-    (and None) of a write's counts (the tool answer stays short)."""
+    """The JSON a graph tool answers with: its result's JSON form (the API's), shortened
+    where the API's is not worth an agent's tokens: a write's counts leave out their empty
+    lists (and None), a page of the graph its deprecated copy of items (``entities``)."""
     body: JSONObject = msgspec.to_builtins(result)
     if isinstance(result, RecordResult):
         return {key: value for key, value in body.items() if value not in ([], None)}
+    if isinstance(result, EntityPage):
+        body.pop("entities")
     return body
 
 
@@ -76,18 +79,6 @@ ObservationRefList = Annotated[
     list[ObservationRefs],
     Field(min_length=1, description="{entity, observations: [text or id]} each."),
 ]
-
-
-class GraphPage(TypedDict):
-    """A read_graph page: the API's page without ``entities``, its deprecated copy of items
-    (not worth an agent's tokens)."""
-
-    items: list[EntitySummary | GraphNode]
-    next_cursor: str | None
-    total: int
-    offset: int
-    limit: int
-    next_offset: int | None
 
 
 # ------------------------------------------------------------------ read
@@ -136,24 +127,16 @@ def read_graph(
     limit: Annotated[int, Field(ge=1, le=200, description="Entities per page.")] = 50,
     summary: Annotated[bool, Field(description="Counts only, no observation texts.")] = True,
     offset: Annotated[int, Field(ge=0, description="Entities to skip (or cursor).")] = 0,
-) -> GraphPage:
+) -> EntityPage:
     """One page of the graph in name order, with total and next_cursor for the next page."""
     runtime = current()
-    page = reads.read_graph(
+    return reads.read_graph(
         runtime.elephant,
         runtime.tenant(),
         offset=offset,
         limit=limit,
         summary=summary,
         cursor=cursor,
-    )
-    return GraphPage(
-        items=page.items,
-        next_cursor=page.next_cursor,
-        total=page.total,
-        offset=page.offset,
-        limit=page.limit,
-        next_offset=page.next_offset,
     )
 
 
