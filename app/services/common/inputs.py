@@ -33,6 +33,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from app.errors import InvalidInput
+from app.protocol import JSONObject
 from app.services.facts.dates import parse_session_date
 
 MIN_WHEN = datetime(1, 1, 2, tzinfo=UTC)
@@ -170,7 +171,7 @@ def parse_instant(name: str, value: str | None) -> datetime | None:
 # ------------------------------------------------------------------ metadata
 
 
-def check_metadata(value: dict[str, Any]) -> dict[str, Any]:
+def check_metadata(value: JSONObject) -> JSONObject:
     """A JSON object Postgres jsonb can hold, bounded in depth and size."""
     for where, depth, item in _walk(value):
         if depth > METADATA_MAX_DEPTH:
@@ -184,7 +185,7 @@ def check_metadata(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def _walk(root: dict[str, Any]) -> Iterator[tuple[str, int, Any]]:
+def _walk(root: JSONObject) -> Iterator[tuple[str, int, Any]]:
     """(path, depth, value) of every value and key under ``root``, without recursion (a
     thousand-level object must not exhaust the stack before the depth check sees it)."""
     stack: list[tuple[str, int, Any]] = [("$", 1, root)]
@@ -212,7 +213,7 @@ def _check_json_value(where: str, item: Any) -> None:
         raise ValueError(f"{where} is a {type(item).__name__}, not a JSON value")
 
 
-Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]
+Metadata = Annotated[JSONObject, AfterValidator(check_metadata)]
 """Caller metadata: a JSON object, at most 16 levels deep and 64 KiB, storable text only."""
 
 

@@ -53,6 +53,21 @@ def decode(listing: str, cursor: str, types: Sequence[type]) -> tuple[Any, ...]:
         raise invalid_cursor(listing, str(exc)) from None
 
 
+def before_id(listing: str, cursor: str | None) -> int | None:
+    """The id a newest-first listing by id left off at (its rows continue below it);
+    None for the first page."""
+    return int(decode(listing, cursor, (int,))[0]) if cursor is not None else None
+
+
+def after_newest(listing: str, cursor: str | None, id_type: type) -> tuple[Any, Any]:
+    """(after_at, after_id): the (created_at, id) of the row a newest-first listing left
+    off at, its id of ``id_type``; (None, None) for the first page."""
+    if cursor is None:
+        return None, None
+    after_at, after_id = decode(listing, cursor, (datetime, id_type))
+    return after_at, after_id
+
+
 def invalid_cursor(listing: str, why: str) -> InvalidInput:
     message = (
         f"cursor: not a cursor of this listing ({listing}): pass next_cursor from the "

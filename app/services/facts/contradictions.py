@@ -109,26 +109,16 @@ def _judge(
 def _close(
     conn: Connection, tenant: str, older: str, newer: str, detector: str, score: float, reason: str
 ) -> None:
+    pair = {"tenant": tenant, "older": older, "newer": newer}
     inserted = conn.execute(
-        "INSERT INTO contradictions (tenant_id, older_fact_id, newer_fact_id, detector, score, "
-        "reason) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING RETURNING id",
-        (tenant, older, newer, detector, score, reason),
+        load_sql("facts/insert_contradiction.sql"),
+        {**pair, "detector": detector, "score": score, "reason": reason},
     ).fetchone()
     if inserted is None:
         return
     # An undated newer fact was true from when its source was written (its memory's
     # event or commit time), not from whenever this job happens to run.
-    conn.execute(
-        "UPDATE facts AS old SET status = 'superseded', superseded_by = new.id, "
-        "expired_at = greatest(now(), old.recorded_at), "
-        "valid_to = greatest(coalesce(new.valid_from, "
-        "(SELECT coalesce(m.event_at, m.created_at) FROM memories m "
-        " WHERE m.tenant_id = new.tenant_id AND m.id = new.memory_id), "
-        "now()), coalesce(old.valid_from, '-infinity')) "
-        "FROM facts AS new WHERE old.tenant_id = %(tenant)s AND old.id = %(older)s "
-        "AND new.tenant_id = %(tenant)s AND new.id = %(newer)s AND old.status = 'active'",
-        {"tenant": tenant, "older": older, "newer": newer},
-    )
+    conn.execute(load_sql("facts/supersede_fact.sql"), pair)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +169,7 @@ def recent(
 ) -> ContradictionList:
     """One page, newest first, after the cursor's contradiction when there is one."""
     paging.check_limit(limit)
-    before = paging.decode(LISTING, cursor, (int,))[0] if cursor is not None else None
+    before = paging.before_id(LISTING, cursor)
     with elephant.db.reading(tenant) as conn:
         found = list_contradictions(conn, tenant, limit + 1, before)
     items = found[:limit]
@@ -192,14 +182,7 @@ def list_contradictions(
 ) -> list[Contradiction]:
     """Newest first (by id), only those older than ``before`` when given."""
     rows = conn.execute(
-        "SELECT c.id, c.detector, c.score, c.reason, c.created_at, "
-        "o.id, o.text, o.valid_from, o.valid_to, o.status, "
-        "n.id, n.text, n.valid_from, n.status "
-        "FROM contradictions c "
-        "JOIN facts o ON o.tenant_id = c.tenant_id AND o.id = c.older_fact_id "
-        "JOIN facts n ON n.tenant_id = c.tenant_id AND n.id = c.newer_fact_id "
-        "WHERE c.tenant_id = %(tenant)s AND (%(before)s::bigint IS NULL OR c.id < %(before)s) "
-        "ORDER BY c.id DESC LIMIT %(limit)s",
+        load_sql("facts/contradictions_page.sql"),
         {"tenant": tenant, "before": before, "limit": limit},
     ).fetchall()
     return [

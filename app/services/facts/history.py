@@ -70,17 +70,6 @@ class FactHistory:
     truncated: bool
 
 
-_CONTRADICTIONS = """
-SELECT c.id, o.id::text, o.text, n.id::text, n.text, c.detector, c.score, c.reason, c.created_at
-  FROM contradictions AS c
-  JOIN facts AS o ON o.tenant_id = c.tenant_id AND o.id = c.older_fact_id
-  JOIN facts AS n ON n.tenant_id = c.tenant_id AND n.id = c.newer_fact_id
- WHERE c.tenant_id = %(tenant)s
-   AND (c.older_fact_id = ANY (%(ids)s::uuid[]) OR c.newer_fact_id = ANY (%(ids)s::uuid[]))
- ORDER BY c.id DESC
-"""
-
-
 def history(elephant: Elephant, tenant: str, fact_id: UUID) -> FactHistory:
     """The fact's timeline (404 when it is not a fact of this tenant)."""
     fact = get_fact(elephant, tenant, fact_id, record_access=False)  # looking, not using
@@ -91,7 +80,9 @@ def history(elephant: Elephant, tenant: str, fact_id: UUID) -> FactHistory:
         ).fetchall()
         others = [ChainLink(*row) for row in rows]
         ids = [fact.id, *(link.id for link in others)]
-        found = conn.execute(_CONTRADICTIONS, {"tenant": tenant, "ids": ids}).fetchall()
+        found = conn.execute(
+            load_sql("facts/chain_contradictions.sql"), {"tenant": tenant, "ids": ids}
+        ).fetchall()
     itself = ChainLink(
         step=0,
         id=fact.id,

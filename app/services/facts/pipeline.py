@@ -19,11 +19,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from app.config import FactsSettings
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.prompts import extract_facts as extract_prompt
+from app.protocol import JSONObject
 from app.services.access.tenants import tenant_owner
 from app.services.common.text import content_hash
 from app.services.facts import contradictions
@@ -82,11 +83,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
     with conn.cursor() as cursor:
         # One pipelined batch; a statement the tenant already knows inserts nothing.
         cursor.executemany(
-            "INSERT INTO facts (tenant_id, memory_id, conversation_id, source_turn_ids, subject, "
-            "text, embedding, fact_type, confidence, entities, valid_from, valid_to, "
-            "content_hash, source, metadata) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-            "ON CONFLICT (tenant_id, content_hash) DO NOTHING RETURNING id",
+            load_sql("facts/insert_fact.sql"),
             rows,
             returning=True,
         )
@@ -214,13 +211,11 @@ class _Source:
 
 
 def _note_source(
-    elephant: Elephant, conn: Connection, tenant: str, payload: dict[str, Any]
+    elephant: Elephant, conn: Connection, tenant: str, payload: JSONObject
 ) -> _Source | None:
     memory_id = str(payload["memory_id"])
     row = conn.execute(
-        "SELECT text, coalesce(event_at, created_at), source FROM memories "
-        "WHERE tenant_id = %s AND id = %s",
-        (tenant, memory_id),
+        load_sql("facts/note_source.sql"), {"tenant": tenant, "memory": memory_id}
     ).fetchone()
     if row is None:
         return None
@@ -239,7 +234,7 @@ def _handle(seq: int, taken: set[str]) -> str:
     return handle
 
 
-def _conversation_source(conn: Connection, tenant: str, payload: dict[str, Any]) -> _Source | None:
+def _conversation_source(conn: Connection, tenant: str, payload: JSONObject) -> _Source | None:
     conversation_id = str(payload["conversation_id"])
     conversation = conn.execute(
         "SELECT source FROM conversations WHERE tenant_id = %s AND id = %s",
@@ -254,20 +249,10 @@ def _conversation_source(conn: Connection, tenant: str, payload: dict[str, Any])
         "to": payload["seq_to"],
     }
     # occurred_at is the turn's timestamp, else its session date (set at commit)
-    rows = conn.execute(
-        "SELECT seq, speaker, text, coalesce(occurred_at, created_at), source_turn_id "
-        "FROM turns WHERE tenant_id = %(tenant)s AND conversation_id = %(conversation)s "
-        "AND seq BETWEEN %(from)s AND %(to)s ORDER BY seq",
-        span,
-    ).fetchall()
+    rows = conn.execute(load_sql("facts/span_turns.sql"), span).fetchall()
     if not rows:
         return None
-    windows = conn.execute(
-        "SELECT id, turn_start, turn_end FROM memories WHERE tenant_id = %(tenant)s "
-        "AND conversation_id = %(conversation)s "
-        "AND turn_end >= %(from)s AND turn_start <= %(to)s ORDER BY turn_start",
-        span,
-    ).fetchall()
+    windows = conn.execute(load_sql("facts/span_windows.sql"), span).fetchall()
     turns = []
     memory_for: dict[str, str] = {}
     caller_id: dict[str, str] = {}

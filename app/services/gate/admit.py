@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.prompts import gate as gate_prompt
 from app.providers.llm import LLMError
@@ -212,10 +213,7 @@ def log_decisions(conn: Connection, tenant: str, rows: Sequence[LoggedDecision])
         metrics.record_gate(row.kind, row.verdict.decision)
     with conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO admission_log (tenant_id, memory_id, kind, source, text_preview, "
-            "content_hash, relevance, novelty, specificity, composite, threshold, decision, "
-            "reason, scorer, rejected_text, conversation_id, turn_start, turn_end) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            load_sql("gate/log_decision.sql"),
             [
                 (
                     tenant,

@@ -204,7 +204,7 @@ def list_decisions(
     paging.check_limit(limit)
     _check_choice("decision", decision, DECISIONS)
     _check_choice("kind", kind, KINDS)
-    before = paging.decode(LISTING, cursor, (int,))[0] if cursor is not None else None
+    before = paging.before_id(LISTING, cursor)
     params: DecisionParams = {
         "tenant": tenant,
         "decision": decision,

@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Literal
 from uuid import UUID
 
+from psycopg import sql
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import InvalidInput, NotFound
 from app.services.retrieval.access_stats import record_use
@@ -89,11 +91,11 @@ def _apply(
 ) -> FeedbackResult | None:
     """Move the target's importance and record the feedback; None if there is no target."""
     delta = HELPFUL_DELTA if helpful else UNHELPFUL_DELTA
+    statement = sql.SQL(load_sql("memory/feedback_importance.sql")).format(
+        table=sql.Identifier(_TABLES[kind])
+    )
     row = conn.execute(
-        f"UPDATE {_TABLES[kind]} SET importance = least(100, greatest(0, importance + %s)), "
-        "dormant_at = CASE WHEN %s THEN NULL ELSE dormant_at END "
-        "WHERE tenant_id = %s AND id = %s RETURNING importance",
-        (delta, helpful, tenant, target),
+        statement, {"delta": delta, "helpful": helpful, "tenant": tenant, "id": target}
     ).fetchone()
     if row is None:
         return None
@@ -102,9 +104,15 @@ def _apply(
         record_use(conn, tenant, kind, str(target))
     memory_id, fact_id = (target, None) if kind == "memory" else (None, target)
     conn.execute(
-        "INSERT INTO feedback (tenant_id, memory_id, fact_id, helpful, delta, "
-        "importance_after) VALUES (%s, %s, %s, %s, %s, %s)",
-        (tenant, memory_id, fact_id, helpful, delta, importance),
+        load_sql("memory/insert_feedback.sql"),
+        {
+            "tenant": tenant,
+            "memory": memory_id,
+            "fact": fact_id,
+            "helpful": helpful,
+            "delta": delta,
+            "importance": importance,
+        },
     )
     return FeedbackResult(
         memory_id=None if memory_id is None else str(memory_id),

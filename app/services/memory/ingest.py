@@ -11,11 +11,12 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from pydantic import ValidationError
 
 from app.errors import InvalidInput
+from app.protocol import JSONObject
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.runtime import Elephant
@@ -106,9 +107,15 @@ def _locomo_items(path: Path, tenant: str, split_tenants: bool) -> Iterator[Item
             )
 
 
-def locomo_sessions(
-    sample: dict[str, Any],
-) -> Iterator[tuple[int, list[dict[str, Any]], str | None]]:
+class LocomoTurn(TypedDict):
+    """A LoCoMo turn in the shape of a TurnIn (validated with its conversation)."""
+
+    speaker: str
+    text: str
+    id: str | None
+
+
+def locomo_sessions(sample: JSONObject) -> Iterator[tuple[int, list[LocomoTurn], str | None]]:
     """(session number, turns in our shape, session date string) in session order."""
     conversation = sample["conversation"]
     numbers = sorted(
@@ -117,7 +124,7 @@ def locomo_sessions(
         if (match := _SESSION_KEY.match(key)) and conversation[key]
     )
     for number in numbers:
-        turns = []
+        turns: list[LocomoTurn] = []
         for turn in conversation[f"session_{number}"]:
             text = str(turn.get("text", "")).strip()
             caption = turn.get("blip_caption")

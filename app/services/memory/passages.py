@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.providers.embedder import Vectors
 from app.services.memory.windows import WindowTurn, render_turn
@@ -98,12 +99,7 @@ def store_turn_passages(
     conflict target names them; see docs/scale-out.md)."""
     with conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO passages (tenant_id, turn_id, ordinal, char_start, char_end, embedding) "
-            "SELECT t.tenant_id, t.id, %(ordinal)s, %(start)s, %(end)s, %(vector)s "
-            "FROM turns AS t "
-            "WHERE t.tenant_id = %(tenant)s AND t.conversation_id = %(conversation)s "
-            "AND t.seq = %(seq)s "
-            "ON CONFLICT DO NOTHING",
+            load_sql("memory/turn_passages.sql"),
             [
                 {
                     "tenant": tenant,
@@ -124,10 +120,16 @@ def store_note_passages(
 ) -> None:
     with conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO passages (tenant_id, memory_id, ordinal, char_start, char_end, embedding) "
-            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",  # as above
+            load_sql("memory/note_passages.sql"),
             [
-                (tenant, memory_id, p.ordinal, p.char_start, p.char_end, vector)
+                {
+                    "tenant": tenant,
+                    "memory": memory_id,
+                    "ordinal": p.ordinal,
+                    "start": p.char_start,
+                    "end": p.char_end,
+                    "vector": vector,
+                }
                 for p, vector in zip(passages, vectors, strict=True)
             ],
         )
@@ -149,11 +151,7 @@ def backfill(
     """Passages for up to ``limit`` turns and ``limit`` long notes stored without them
     (the embedder was down, or they were stored before passages existed)."""
     rows = conn.execute(
-        "SELECT t.conversation_id, t.seq, t.speaker, t.text, t.occurred_at "
-        "FROM turns AS t WHERE t.tenant_id = %s AND NOT EXISTS "
-        "(SELECT 1 FROM passages AS p WHERE p.tenant_id = t.tenant_id AND p.turn_id = t.id) "
-        "ORDER BY t.id LIMIT %s",
-        (tenant, limit),
+        load_sql("memory/turns_without_passages.sql"), {"tenant": tenant, "limit": limit}
     ).fetchall()
     by_conversation: dict[str, list[Passage]] = {}
     for conversation_id, seq, speaker, text, when in rows:
@@ -165,12 +163,8 @@ def backfill(
         store_turn_passages(conn, tenant, conversation_id, parts, vectors)
         written += len(parts)
     notes = conn.execute(
-        "SELECT m.id, m.text FROM memories AS m WHERE m.tenant_id = %s AND m.kind = 'note' "
-        "AND NOT EXISTS (SELECT 1 FROM passages AS p "
-        "                WHERE p.tenant_id = m.tenant_id AND p.memory_id = m.id) "
-        "AND array_length(regexp_split_to_array(btrim(m.text), '\\s+'), 1) > %s "
-        "ORDER BY m.created_at LIMIT %s",
-        (tenant, words, limit),
+        load_sql("memory/notes_without_passages.sql"),
+        {"tenant": tenant, "words": words, "limit": limit},
     ).fetchall()
     for memory_id, text in notes:
         parts = note_passages(str(text), words)

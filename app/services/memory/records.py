@@ -9,7 +9,8 @@ memory's importance, source or metadata, never its text: a memory is evidence
 note whose facts close the outdated ones, and nothing said earlier vanishes.
 Deleting goes through erasure, so what hangs off the row (derived facts, entity
 links, gate decisions, feedback, contradictions, jobs) goes in the same
-transaction and the deletion is audited.
+transaction and the deletion is audited. The statements are sql/memory/ (a record's
+columns and a listing's filter written once, as fragments).
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, fields
 from datetime import datetime
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypedDict, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.db.resources import load_sql, load_statement
+from app.db.runtime import SQLParams
 from app.errors import InvalidInput, NotFound
 from app.services.access.erasure import EraseIn, ErasureReport, erase
 from app.services.common import paging
@@ -132,36 +135,24 @@ def _check_page(limit: int, offset: int, cursor: str | None) -> None:
     paging.exclusive(cursor, offset)
 
 
-def _after(listing: str, cursor: str | None) -> dict[str, Any]:
+Listing = Literal["memories", "facts"]
+# a listing's rows, as sql/memory/ names their files (memory_keyset.sql, fact_keyset.sql)
+_ROW: dict[Listing, str] = {"memories": "memory", "facts": "fact"}
+
+
+class _Keyset(TypedDict):
     """The keyset parameters of a page: after (created_at, id) of the cursor's row."""
-    if cursor is None:
-        return {"after_at": None, "after_id": None}
-    after_at, after_id = paging.decode(listing, cursor, (datetime, UUID))
+
+    after_at: datetime | None
+    after_id: UUID | None
+
+
+def _after(listing: Listing, cursor: str | None) -> _Keyset:
+    after_at, after_id = paging.after_newest(listing, cursor, UUID)
     return {"after_at": after_at, "after_id": after_id}
 
 
 # ------------------------------------------------------------------ memories
-
-_MEMORY_COLUMNS = """
-    m.id::text, m.kind, m.text, m.source, m.importance, m.conversation_id::text, c.external_id,
-    m.turn_start, m.turn_end, m.source_turn_ids, m.event_at, m.created_at, m.seen_count,
-    coalesce((SELECT a.access_count FROM access_stats AS a
-               WHERE a.tenant_id = m.tenant_id AND a.item_id = m.id), 0),
-    (SELECT a.last_accessed_at FROM access_stats AS a
-      WHERE a.tenant_id = m.tenant_id AND a.item_id = m.id),
-    m.metadata, m.embedding IS NOT NULL,
-    (SELECT count(*) FROM facts AS f WHERE f.tenant_id = m.tenant_id AND f.memory_id = m.id)::int"""
-_MEMORY_FROM = (
-    "FROM memories AS m LEFT JOIN conversations AS c "
-    "ON c.tenant_id = m.tenant_id AND c.id = m.conversation_id"
-)
-# One filter block for the page and its total; a conversation is named by either id.
-_MEMORY_FILTER = """
-    WHERE m.tenant_id = %(tenant)s
-      AND (%(kind)s::text IS NULL OR m.kind = %(kind)s)
-      AND (%(source)s::text IS NULL OR m.source = %(source)s)
-      AND (%(conversation)s::text IS NULL OR c.external_id = %(conversation)s
-           OR m.conversation_id = %(conversation_uuid)s)"""
 
 
 def _as_uuid(value: str | None) -> UUID | None:
@@ -184,7 +175,7 @@ def list_memories(
 ) -> MemoryPage:
     """Newest first. ``conversation``: the caller's id for it or its uuid."""
     _check_page(limit, offset, cursor)
-    params = {
+    params: SQLParams = {
         "kind": kind,
         "source": source,
         "conversation": conversation,
@@ -193,11 +184,9 @@ def list_memories(
         "offset": offset,
         **_after("memories", cursor),
     }
-    rows, total = _page(
-        elephant, tenant, _MEMORY_COLUMNS, f"{_MEMORY_FROM} {_MEMORY_FILTER}", "m", params
-    )
+    rows, total = _page(elephant, tenant, "memories", params)
     items = [MemoryRecord(*row) for row in rows[:limit]]
-    return MemoryPage(items, total, offset, limit, *_next("memories", items, rows, params))
+    return MemoryPage(items, total, offset, limit, *_next("memories", items, rows, offset, cursor))
 
 
 def get_memory(
@@ -207,7 +196,7 @@ def get_memory(
     row = _one(
         elephant,
         tenant,
-        f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s",
+        "memory/memory_by_id.sql",
         memory_id,
     )
     if row is None:
@@ -271,9 +260,14 @@ def update_memory(
         except ValueError as exc:
             raise InvalidInput(f"metadata: once merged, {exc}") from None
         conn.execute(
-            "UPDATE memories SET importance = coalesce(%s, importance), "
-            "source = coalesce(%s, source), metadata = %s::jsonb WHERE tenant_id = %s AND id = %s",
-            (patch.importance, patch.source, json.dumps(metadata), tenant, memory_id),
+            load_sql("memory/update_memory.sql"),
+            {
+                "importance": patch.importance,
+                "source": patch.source,
+                "metadata": json.dumps(metadata),
+                "tenant": tenant,
+                "id": memory_id,
+            },
         )
         if patch.source is not None:
             conn.execute(
@@ -281,9 +275,7 @@ def update_memory(
                 (patch.source, tenant, memory_id),
             )
         updated = conn.execute(
-            f"SELECT {_MEMORY_COLUMNS} {_MEMORY_FROM} "
-            "WHERE m.tenant_id = %(tenant)s AND m.id = %(id)s",
-            {"tenant": tenant, "id": memory_id},
+            load_statement("memory/memory_by_id.sql"), {"tenant": tenant, "id": memory_id}
         ).fetchone()
     if updated is None:  # not after FOR UPDATE in this transaction; kept for the types
         raise NotFound(f"no memory with id {memory_id} in this tenant")
@@ -300,27 +292,8 @@ def delete_memory(
 
 # ------------------------------------------------------------------ facts
 
-_FACT_COLUMNS = """
-    f.id::text, f.text, f.subject, f.fact_type, f.confidence, f.importance, f.status,
-    f.valid_from, f.valid_to, f.recorded_at, f.expired_at, f.superseded_by::text,
-    f.memory_id::text, f.conversation_id::text, f.source, f.source_turn_ids, f.observation_kind,
-    coalesce((SELECT jsonb_agg(jsonb_build_object('key', fe.entity_key, 'link', fe.link)
-                               ORDER BY fe.link, fe.entity_key)
-              FROM fact_entities AS fe
-             WHERE fe.tenant_id = f.tenant_id AND fe.fact_id = f.id), '[]'::jsonb),
-    f.metadata, f.created_at"""
 # Where the entity links sit in a row: the columns are in FactRecord's field order.
 _ENTITIES = [f.name for f in fields(FactRecord)].index("entities")
-_FACT_FILTER = """
-    WHERE f.tenant_id = %(tenant)s
-      AND (%(status)s::text IS NULL OR f.status = %(status)s)
-      AND (%(source)s::text IS NULL OR f.source = %(source)s)
-      AND (%(memory_id)s::uuid IS NULL OR f.memory_id = %(memory_id)s)
-      AND (%(subject)s::text IS NULL OR lower(f.subject) = lower(%(subject)s))
-      AND (%(fact_type)s::text IS NULL OR f.fact_type = %(fact_type)s)
-      AND (%(as_of)s::timestamptz IS NULL OR (f.status <> 'retracted'
-           AND (f.valid_from IS NULL OR f.valid_from <= %(as_of)s)
-           AND (f.valid_to IS NULL OR f.valid_to > %(as_of)s)))"""
 
 
 def list_facts(
@@ -342,7 +315,7 @@ def list_facts(
     (valid_from <= as_of < valid_to, an open end unbounded) and not retracted, as search's
     as_of filter (sql/retrieval/fact_filters.sql)."""
     _check_page(limit, offset, cursor)
-    params = {
+    params: SQLParams = {
         "status": status,
         "source": source,
         "memory_id": memory_id,
@@ -353,11 +326,9 @@ def list_facts(
         "offset": offset,
         **_after("facts", cursor),
     }
-    rows, total = _page(
-        elephant, tenant, _FACT_COLUMNS, f"FROM facts AS f {_FACT_FILTER}", "f", params
-    )
+    rows, total = _page(elephant, tenant, "facts", params)
     items = [_fact(row) for row in rows[:limit]]
-    return FactPage(items, total, offset, limit, *_next("facts", items, rows, params))
+    return FactPage(items, total, offset, limit, *_next("facts", items, rows, offset, cursor))
 
 
 def get_fact(
@@ -367,7 +338,7 @@ def get_fact(
     row = _one(
         elephant,
         tenant,
-        f"SELECT {_FACT_COLUMNS} FROM facts AS f WHERE f.tenant_id = %(tenant)s AND f.id = %(id)s",
+        "memory/fact_by_id.sql",
         fact_id,
     )
     if row is None:
@@ -378,12 +349,12 @@ def get_fact(
 
 
 def _one(elephant: Elephant, tenant: str, query: str, row_id: UUID) -> tuple[Any, ...] | None:
-    """One row by id (``query`` takes ``%(tenant)s`` and ``%(id)s``): from a replica, and
+    """One row by id (``query``, a file of sql/, takes ``tenant`` and ``id``): from a replica, and
     from the primary when the replica has not got it yet (a client that reads back what it
     just wrote must not see a 404 from lag)."""
     for consistency in ("replica", "primary"):
         with elephant.db.reading(tenant, consistency) as conn:
-            row = conn.execute(query, {"tenant": tenant, "id": row_id}).fetchone()
+            row = conn.execute(load_statement(query), {"tenant": tenant, "id": row_id}).fetchone()
         if row is not None or not elephant.db.has_replicas:
             return row
     return None
@@ -405,44 +376,32 @@ def delete_fact(
 
 
 def _page(
-    elephant: Elephant,
-    tenant: str,
-    columns: str,
-    source: str,
-    alias: str,
-    params: dict[str, Any],
+    elephant: Elephant, tenant: str, listing: Listing, params: SQLParams
 ) -> tuple[list[tuple[Any, ...]], int]:
     """One page plus one row (is there a next page?), newest first, after the cursor's row
     when there is one, and the total the same filter matches (one transaction, on a
-    replica when there is one). ``columns`` and ``source`` are this module's constants,
-    never a caller's text."""
-    keyset = (
-        f" AND ({alias}.created_at, {alias}.id) < (%(after_at)s, %(after_id)s)"
-        if params["after_at"] is not None
-        else ""
-    )
+    replica when there is one): sql/memory/<listing>_page.sql and <listing>_count.sql."""
+    keyset = "no_keyset.sql" if params["after_at"] is None else f"{_ROW[listing]}_keyset.sql"
     params = {**params, "tenant": tenant}  # the filters name it (``WHERE x.tenant_id = ...``)
     with elephant.db.reading(tenant) as conn:
         rows = conn.execute(
-            f"SELECT {columns} {source}{keyset} "
-            f"ORDER BY {alias}.created_at DESC, {alias}.id DESC "
-            "LIMIT %(limit)s + 1 OFFSET %(offset)s",
-            params,
+            load_statement(f"memory/{listing}_page.sql", keyset=keyset), params
         ).fetchall()
-        counted = conn.execute(f"SELECT count(*) {source}", params).fetchone()
+        counted = conn.execute(load_statement(f"memory/{listing}_count.sql"), params).fetchone()
     return rows, int(counted[0]) if counted else 0
 
 
 def _next(
-    listing: str,
+    listing: Listing,
     items: list[MemoryRecord] | list[FactRecord],
     rows: list[tuple[Any, ...]],
-    params: dict[str, Any],
+    offset: int,
+    cursor: str | None,
 ) -> tuple[str | None, int | None]:
-    """(next_cursor, next_offset) of a page whose query fetched one row beyond it."""
+    """(next_cursor, next_offset) of a page whose query fetched one row beyond it; a page
+    reached by cursor has no next offset."""
     if len(rows) <= len(items) or not items:
         return None, None
     last = items[-1]
-    cursor = paging.encode(listing, (last.created_at, last.id))
-    by_offset = params["after_at"] is None
-    return cursor, params["offset"] + len(items) if by_offset else None
+    following = paging.encode(listing, (last.created_at, last.id))
+    return following, offset + len(items) if cursor is None else None

@@ -22,6 +22,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from app.db.resources import load_sql
 from app.errors import InvalidInput, NotFound
 from app.prompts import handoff as handoff_prompt
 from app.providers.llm import LLMError, LLMUsage
@@ -317,20 +318,18 @@ def close_session(
         if usage is not None:
             record_usage(conn, tenant, "handoff", usage, ok=failure is None, error=failure)
         row = conn.execute(
-            "INSERT INTO handoffs (tenant_id, project, conversation_id, summary, decisions, "
-            "open_questions, next_steps, generator, metadata) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id, created_at",
-            (
-                tenant,
-                request.project,
-                stored.conversation_id,
-                draft.summary,
-                json.dumps(draft.decisions),
-                json.dumps(draft.open_questions),
-                json.dumps(draft.next_steps),
-                generator,
-                json.dumps(metadata),
-            ),
+            load_sql("memory/insert_handoff.sql"),
+            {
+                "tenant": tenant,
+                "project": request.project,
+                "conversation": stored.conversation_id,
+                "summary": draft.summary,
+                "decisions": json.dumps(draft.decisions),
+                "open_questions": json.dumps(draft.open_questions),
+                "next_steps": json.dumps(draft.next_steps),
+                "generator": generator,
+                "metadata": json.dumps(metadata),
+            },
         ).fetchone()
     assert row is not None
     return SessionClosed(
@@ -392,10 +391,7 @@ def get_handoff(elephant: Elephant, tenant: str, project: str) -> Handoff:
     project = check_project(project)
     with elephant.db.tenant(tenant) as conn:
         row = conn.execute(
-            "SELECT id, project, created_at, conversation_id, summary, decisions, "
-            "open_questions, next_steps, generator FROM handoffs "
-            "WHERE tenant_id = %s AND project = %s ORDER BY created_at DESC, id DESC LIMIT 1",
-            (tenant, project),
+            load_sql("memory/latest_handoff.sql"), {"tenant": tenant, "project": project}
         ).fetchone()
     if row is None:
         raise NotFound(

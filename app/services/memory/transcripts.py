@@ -8,7 +8,8 @@ that still shows, from ``memories``.
 
 Handoffs are what a closed session left for the next one (app.services.memory.sessions).
 Everything is read in the caller's tenant (row-level security), on the primary, so a
-page shows a commit made just before it.
+page shows a commit made just before it. The statements are sql/memory/ (the summary's
+and a handoff's columns written once, as fragments).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
+from app.db.resources import load_sql, load_statement
 from app.db.runtime import Connection
 from app.errors import NotFound
 from app.services.common import paging
@@ -132,27 +134,6 @@ class TurnLink:
 
 # ------------------------------------------------------------------ the list
 
-_SUMMARY_COLUMNS = """
-    c.id, c.external_id, c.source, c.session_date, c.created_at,
-    (SELECT count(*) FROM turns AS t
-      WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id)::int,
-    (SELECT count(*) FROM memories AS m
-      WHERE m.tenant_id = c.tenant_id AND m.conversation_id = c.id AND m.kind = 'window')::int,
-    coalesce((SELECT array_agg(s.speaker ORDER BY s.first) FROM
-              (SELECT t.speaker, min(t.seq) AS first FROM turns AS t
-                WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id
-                GROUP BY t.speaker) AS s), '{}'),
-    (SELECT min(coalesce(t.occurred_at, t.created_at)) FROM turns AS t
-      WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id),
-    (SELECT max(coalesce(t.occurred_at, t.created_at)) FROM turns AS t
-      WHERE t.tenant_id = c.tenant_id AND t.conversation_id = c.id),
-    c.metadata ->> 'project'"""
-_LIST_FILTER = """
-    WHERE c.tenant_id = %(tenant)s
-      AND (%(source)s::text IS NULL OR c.source = %(source)s)
-      AND (%(after_at)s::timestamptz IS NULL
-           OR (c.created_at, c.id) < (%(after_at)s, %(after_id)s::uuid))"""
-
 
 def _summary(row: Sequence[Any]) -> ConversationSummary:
     return ConversationSummary(
@@ -180,9 +161,7 @@ def list_conversations(
 ) -> ConversationPage:
     """Newest first, by keyset (created_at, id): a commit between two pages shifts nothing."""
     paging.check_limit(limit)
-    after_at, after_id = (None, None)
-    if cursor is not None:
-        after_at, after_id = paging.decode("conversations", cursor, (datetime, UUID))
+    after_at, after_id = paging.after_newest("conversations", cursor, UUID)
     params = {
         "tenant": tenant,
         "source": source,
@@ -191,16 +170,8 @@ def list_conversations(
         "limit": limit + 1,
     }
     with elephant.db.reading(tenant, "primary") as conn:
-        rows = conn.execute(
-            f"SELECT {_SUMMARY_COLUMNS} FROM conversations AS c {_LIST_FILTER} "
-            "ORDER BY c.created_at DESC, c.id DESC LIMIT %(limit)s",
-            params,
-        ).fetchall()
-        total_row = conn.execute(
-            "SELECT count(*) FROM conversations AS c WHERE c.tenant_id = %(tenant)s "
-            "AND (%(source)s::text IS NULL OR c.source = %(source)s)",
-            params,
-        ).fetchone()
+        rows = conn.execute(load_statement("memory/conversations_page.sql"), params).fetchall()
+        total_row = conn.execute(load_sql("memory/conversations_count.sql"), params).fetchone()
     items = [_summary(row) for row in rows[:limit]]
     next_cursor = None
     if len(rows) > limit and items:
@@ -223,22 +194,16 @@ def get_transcript(elephant: Elephant, tenant: str, conversation: str) -> Transc
                 "conversation_id it was committed with"
             )
         summary = _summary(row)
+        here = {"tenant": tenant, "conversation": summary.id}
         turns = [
             TranscriptTurn(int(r[0]), r[1], r[2], r[3], r[4], r[5])
-            for r in conn.execute(
-                "SELECT seq, speaker, text, occurred_at, source_turn_id, created_at "
-                "FROM turns WHERE tenant_id = %s AND conversation_id = %s ORDER BY seq",
-                (tenant, summary.id),
-            ).fetchall()
+            for r in conn.execute(load_sql("memory/transcript_turns.sql"), here).fetchall()
         ]
         windows = _windows(conn, tenant, summary.id)
         handoffs = [
             _handoff(r)
             for r in conn.execute(
-                f"SELECT {_HANDOFF_COLUMNS} FROM handoffs "
-                "WHERE tenant_id = %s AND conversation_id = %s "
-                "ORDER BY created_at DESC, id DESC",
-                (tenant, summary.id),
+                load_statement("memory/conversation_handoffs.sql"), here
             ).fetchall()
         ]
     return Transcript(summary, turns, windows, handoffs)
@@ -247,9 +212,8 @@ def get_transcript(elephant: Elephant, tenant: str, conversation: str) -> Transc
 def _find(conn: Connection, tenant: str, conversation: str) -> Sequence[Any] | None:
     uuid = _as_uuid(conversation)
     return conn.execute(
-        f"SELECT {_SUMMARY_COLUMNS} FROM conversations AS c WHERE c.tenant_id = %s "
-        "AND (c.external_id = %s OR c.id = %s) ORDER BY c.id = %s DESC LIMIT 1",
-        (tenant, conversation, uuid, uuid),
+        load_statement("memory/conversation_find.sql"),
+        {"tenant": tenant, "name": conversation, "uuid": uuid},
     ).fetchone()
 
 
@@ -260,25 +224,15 @@ def _as_uuid(value: str) -> UUID | None:
         return None
 
 
-_WINDOW_DECISIONS = """
-    SELECT turn_start, turn_end, memory_id, decision, composite, threshold, reason, scorer,
-           created_at
-      FROM admission_log
-     WHERE tenant_id = %s AND conversation_id = %s AND kind = 'window'
-       AND turn_start IS NOT NULL
-     ORDER BY id"""
-
-
 def _windows(conn: Connection, tenant: str, conversation_id: str) -> list[TranscriptWindow]:
     """Every window the gate decided on, from its log (conversation and turns, migration
     0011); a stored window without such a row (logged before 0011) still shows, from
     ``memories``, without its decision."""
-    found = [_window(row) for row in conn.execute(_WINDOW_DECISIONS, (tenant, conversation_id))]
+    here = {"tenant": tenant, "conversation": conversation_id}
+    found = [_window(row) for row in conn.execute(load_sql("memory/window_decisions.sql"), here)]
     logged = {(w.turn_start, w.turn_end, w.memory_id) for w in found if w.status == "stored"}
     for memory_id, start, end in conn.execute(
-        "SELECT id, turn_start, turn_end FROM memories WHERE tenant_id = %s "
-        "AND conversation_id = %s AND kind = 'window' AND turn_start IS NOT NULL",
-        (tenant, conversation_id),
+        load_sql("memory/stored_windows.sql"), here
     ).fetchall():
         if (int(start), int(end), str(memory_id)) not in logged:
             found.append(TranscriptWindow(int(start), int(end), "stored", str(memory_id)))
@@ -311,11 +265,6 @@ def _window(row: Sequence[Any]) -> TranscriptWindow:
 
 # ------------------------------------------------------------------ handoffs
 
-_HANDOFF_COLUMNS = (
-    "id, project, conversation_id, created_at, summary, decisions, open_questions, "
-    "next_steps, generator"
-)
-
 
 def _handoff(row: Sequence[Any]) -> SessionHandoff:
     return SessionHandoff(
@@ -342,15 +291,10 @@ def list_handoffs(
     """Every handoff of the tenant's closed sessions, newest first (GET /handoff gives only
     a project's latest)."""
     paging.check_limit(limit)
-    after_at, after_id = (None, None)
-    if cursor is not None:
-        after_at, after_id = paging.decode("handoffs", cursor, (datetime, int))
+    after_at, after_id = paging.after_newest("handoffs", cursor, int)
     with elephant.db.reading(tenant, "primary") as conn:
         rows = conn.execute(
-            f"SELECT {_HANDOFF_COLUMNS} FROM handoffs WHERE tenant_id = %(tenant)s "
-            "AND (%(project)s::text IS NULL OR project = %(project)s) "
-            "AND (%(after_at)s::timestamptz IS NULL OR (created_at, id) < (%(after_at)s, "
-            "%(after_id)s::bigint)) ORDER BY created_at DESC, id DESC LIMIT %(limit)s",
+            load_statement("memory/handoffs_page.sql"),
             {
                 "tenant": tenant,
                 "project": project,
@@ -382,21 +326,7 @@ def turn_links(
         return links
     with elephant.db.reading(tenant, "primary") as conn:
         rows = conn.execute(
-            "SELECT m.id::text, m.conversation_id::text, m.turn_start, m.turn_end "
-            "FROM memories AS m WHERE m.tenant_id = %(tenant)s AND m.id = ANY(%(memories)s) "
-            "AND m.conversation_id IS NOT NULL AND m.turn_start IS NOT NULL "
-            "UNION ALL "
-            "SELECT f.id::text, f.conversation_id::text, "
-            "       coalesce(min(t.seq), m.turn_start), coalesce(max(t.seq), m.turn_end) "
-            "FROM facts AS f "
-            "LEFT JOIN turns AS t ON t.tenant_id = f.tenant_id "
-            "     AND t.conversation_id = f.conversation_id "
-            "     AND t.source_turn_id = ANY(f.source_turn_ids) "
-            "LEFT JOIN memories AS m ON m.tenant_id = f.tenant_id AND m.id = f.memory_id "
-            "     AND m.kind = 'window' "
-            "WHERE f.tenant_id = %(tenant)s AND f.id = ANY(%(facts)s) "
-            "AND f.conversation_id IS NOT NULL "
-            "GROUP BY f.id, f.conversation_id, m.turn_start, m.turn_end",
+            load_sql("memory/turn_links.sql"),
             {
                 "tenant": tenant,
                 "memories": [i for i in memory_ids if i],

@@ -1,0 +1,2 @@
+-- Fragment: no cursor, no keyset condition (the page is by offset): the {keyset} slot
+-- of memories_page.sql and facts_page.sql left empty.
