@@ -13,14 +13,11 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-# The lanes of sql/retrieval/hybrid_search.sql, in the order the chart draws them.
-LANES: tuple[tuple[str, str], ...] = (
-    ("windows", "Windows"),
-    ("facts", "Facts"),
-    ("keyword", "Keyword"),
-    ("graph", "Graph"),
-    ("preferences", "Preferences"),
-)
+from app.services.retrieval.lanes import LANES as SEARCH_LANES
+
+# The lanes of sql/retrieval/hybrid_search.sql (app/services/retrieval/lanes.py), in the
+# order the chart draws them.
+LANES: tuple[tuple[str, str], ...] = tuple((lane.name, lane.label) for lane in SEARCH_LANES)
 
 # Words the keyword lane drops from a question (app.services.retrieval.expansion): marking them in
 # every hit would point at matches no lane made.

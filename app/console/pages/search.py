@@ -24,12 +24,13 @@ from app.console.lanes import LANES, LaneMark, highlight, lane_chart, lane_marks
 from app.console.pages.base import ConsolePages, Screen
 from app.errors import InvalidInput
 from app.services.memory.transcripts import TurnLink, turn_links
+from app.services.retrieval.lanes import LANE_NAMES, pools, rank_in
+from app.services.retrieval.lanes import weights as lane_weights
 from app.services.retrieval.search import SearchExplain, SearchHit, SearchRequest, search
 from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_READ
 
 KINDS = ("window", "note", "fact")
-LANE_KEYS = tuple(lane for lane, _ in LANES)
 Text = Annotated[str | None, Parameter(description="As typed in the form.")]
 
 
@@ -86,7 +87,7 @@ def _request(form: SearchForm) -> SearchRequest:
         "rerank": form.rerank,
         "consistency": "primary",
         "asked_at": form.asked_at or None,
-        "lanes": {lane: None if lane in form.lanes else 0 for lane in LANE_KEYS},
+        "lanes": {lane: None if lane in form.lanes else 0 for lane in LANE_NAMES},
         "filters": {
             "source": form.source or None,
             "kind": form.kind or None,
@@ -102,34 +103,15 @@ def _request(form: SearchForm) -> SearchRequest:
         raise InvalidInput.from_validation(exc) from None
 
 
-def _pools(explain: SearchExplain, hit: SearchHit) -> dict[str, int]:
-    lanes = explain.lanes
-    keyword = lanes["keyword_facts"] if hit.kind == "fact" else lanes["keyword_memories"]
-    return {
-        "windows": lanes["windows"],
-        "facts": lanes["facts"],
-        "keyword": keyword,
-        "graph": lanes["graph"],
-        "preferences": lanes["preferences"],
-    }
-
-
 def _hits(
     elephant: Elephant, tenant: str, query: str, hits: list[SearchHit], explain: SearchExplain
 ) -> list[HitView]:
-    settings = elephant.settings.search
-    weights = {
-        "windows": settings.windows_weight,
-        "facts": settings.facts_weight,
-        "keyword": settings.keyword_weight,
-        "graph": settings.graph_weight,
-        "preferences": settings.preference_weight,
-    }
+    weights = lane_weights(elephant.settings.search)
     links = turn_links(elephant, tenant, [(hit.id, hit.kind) for hit in hits])
     views = []
     for rank, hit in enumerate(hits, start=1):
-        ranks = {lane: getattr(hit.ranks, lane) for lane in LANE_KEYS}
-        marks = lane_marks(ranks, _pools(explain, hit), weights, explain.rrf_k)
+        ranks = {lane: rank_in(hit.ranks, lane) for lane in LANE_NAMES}
+        marks = lane_marks(ranks, pools(explain.lanes, hit.kind), weights, explain.rrf_k)
         views.append(
             HitView(
                 hit=hit,
@@ -179,11 +161,11 @@ class SearchPages(ConsolePages):
             as_of=(as_of or "").strip(),
             asked_at=(asked_at or "").strip(),
             include_expired=include_expired is not None,
-            lanes=frozenset(lane or ()) if sent else frozenset(LANE_KEYS),
+            lanes=frozenset(lane or ()) if sent else frozenset(LANE_NAMES),
             expand=_checked(sent, expand, elephant.settings.search.expand),
             rerank=reranker and _checked(sent, rerank, elephant.settings.reranker.enabled),
         )
-        unknown = sorted(shown.lanes - set(LANE_KEYS))
+        unknown = sorted(shown.lanes - set(LANE_NAMES))
         context: dict[str, Any] = {
             "form": shown,
             "lanes": LANES,
@@ -198,7 +180,7 @@ class SearchPages(ConsolePages):
         try:
             if unknown:
                 raise InvalidInput(
-                    f"lane: unknown lane {unknown[0]!r}; the lanes are {', '.join(LANE_KEYS)}"
+                    f"lane: unknown lane {unknown[0]!r}; the lanes are {', '.join(LANE_NAMES)}"
                 )
             result = search(elephant, tenant, _request(shown), record_access=False)
         except InvalidInput as exc:

@@ -37,6 +37,15 @@ from app.services.lifecycle.activation import ActivationParams
 from app.services.ops import metrics
 from app.services.retrieval.diversity import new_turns_first
 from app.services.retrieval.expansion import expand, keyword_text
+from app.services.retrieval.lanes import (
+    LANES,
+    STATEMENT_SIZES,
+    LaneRanks,
+    LaneSizes,
+    ranks_of,
+    requested_sizes,
+    weight_parameters,
+)
 from app.services.retrieval.query_dates import QuestionDates, question_dates
 from app.services.runtime import Elephant
 
@@ -69,14 +78,6 @@ class SearchFilters(_Input):
         if self.kind is None:
             return {"window", "note", "fact"}
         return {self.kind} if isinstance(self.kind, str) else set(self.kind)
-
-
-class LaneSizes(_Input):
-    windows: int | None = Field(None, ge=0, le=1000)
-    facts: int | None = Field(None, ge=0, le=1000)
-    keyword: int | None = Field(None, ge=0, le=1000)
-    graph: int | None = Field(None, ge=0, le=1000)
-    preferences: int | None = Field(None, ge=0, le=100)
 
 
 class SearchRequest(_Input):
@@ -115,17 +116,6 @@ class SearchRequest(_Input):
         "the primary by up to database.replica_max_lag_s). primary: see every write committed "
         "so far, e.g. right after your own.",
     )
-
-
-@dataclass(frozen=True, slots=True)
-class LaneRanks:
-    """A hit's rank (1 = best) in each lane of the fused statement; None: not found there."""
-
-    windows: int | None
-    facts: int | None
-    keyword: int | None
-    graph: int | None
-    preferences: int | None
 
 
 class HitFields(msgspec.Struct, frozen=True, kw_only=True):
@@ -338,28 +328,9 @@ def _paraphrases(elephant: Elephant, tenant: str, query: str) -> list[str]:
 
 CHARS_PER_TOKEN = 4  # English text in a WordPiece/BPE vocabulary, roughly
 
-LANE_KEYS = ("windows", "facts", "keyword_memories", "keyword_facts", "graph", "preferences")
-
 
 def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
-    defaults = elephant.settings.search
-    kinds = request.filters.kinds()
-    memory_kinds = kinds & {"window", "note"}
-    windows = defaults.windows if request.lanes.windows is None else request.lanes.windows
-    facts = defaults.facts if request.lanes.facts is None else request.lanes.facts
-    keyword = defaults.keyword if request.lanes.keyword is None else request.lanes.keyword
-    graph = defaults.graph if request.lanes.graph is None else request.lanes.graph
-    preferences = (
-        defaults.preferences if request.lanes.preferences is None else request.lanes.preferences
-    )
-    return {
-        "windows": windows if memory_kinds else 0,
-        "facts": facts if "fact" in kinds else 0,
-        "keyword_memories": keyword if memory_kinds else 0,
-        "keyword_facts": keyword if "fact" in kinds else 0,
-        "graph": graph if "fact" in kinds else 0,
-        "preferences": preferences if "fact" in kinds else 0,
-    }
+    return requested_sizes(elephant.settings.search, request.lanes, request.filters.kinds())
 
 
 def _vector_version(elephant: Elephant) -> tuple[int, ...]:
@@ -427,7 +398,7 @@ def _search(
             graph=(named, neighbours),
             dates=dates,
         )
-        lanes = {key: params[key] for key in LANE_KEYS}
+        lanes = {key: params[key] for key in STATEMENT_SIZES}
         prepare(conn, elephant, max(lanes["windows"], lanes["facts"]), params["way"])
         sql_started = time.perf_counter()
         rows = run_statement(conn, engine, params)
@@ -523,15 +494,11 @@ def statement_params(
         **lanes,
         "rrf_k": settings.rrf_k,
         "variant_weights": [1.0] + [settings.variant_weight] * (len(variants) - 1),
-        "windows_weight": settings.windows_weight,
+        **weight_parameters(settings),
         "passage_share": settings.passage_share,
         # at most the lane's size: a windows lane of size 0 stays off
         "passage_candidates": min(settings.passage_candidates, lanes["windows"]),
         "seen_chars": elephant.settings.embedding.max_length * CHARS_PER_TOKEN,
-        "facts_weight": settings.facts_weight,
-        "keyword_weight": settings.keyword_weight,
-        "graph_weight": settings.graph_weight,
-        "preference_weight": settings.preference_weight,
         "preference_min_similarity": settings.preference_min_similarity,
         "graph_named": named,
         "graph_neighbours": neighbours,
@@ -590,6 +557,9 @@ def run_statement(conn: Connection, engine: str, params: dict[str, Any]) -> list
     return conn.execute(statement(engine, own), params, prepare=True).fetchall()
 
 
+_RANKS = slice(15, 15 + len(LANES))  # the statement's rank columns, one per lane, in order
+
+
 def _hit(row: tuple[Any, ...]) -> SearchHit:
     (
         kind,
@@ -607,14 +577,8 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         score,
         rrf,
         prior,
-        windows_rank,
-        facts_rank,
-        keyword_rank,
-        graph_rank,
-        preferences_rank,
-        variants,
-        activation,
-    ) = row
+    ) = row[: _RANKS.start]
+    variants, activation = row[_RANKS.stop :]
     return SearchHit(
         id=str(id_),
         kind=kind,
@@ -629,13 +593,7 @@ def _hit(row: tuple[Any, ...]) -> SearchHit:
         memory_id=str(memory_id) if memory_id else None,
         source_turn_ids=list(source_turn_ids or []),
         importance=float(importance),
-        ranks=LaneRanks(
-            windows=windows_rank,
-            facts=facts_rank,
-            keyword=keyword_rank,
-            graph=graph_rank,
-            preferences=preferences_rank,
-        ),
+        ranks=ranks_of(row[_RANKS]),
         rrf=float(rrf),
         prior=float(prior),
         variants=sorted(int(v) for v in variants),
