@@ -370,7 +370,8 @@ def search_command(query: str, tenant: str | None, limit: int | None, explain: b
     if answered is not None:
         print_json(answered[0])
         return
-    from app.services.retrieval.search import SearchRequest, search
+    from app.services.retrieval.schemas import SearchRequest
+    from app.services.retrieval.search import search
 
     request = SearchRequest(query=query, limit=limit, explain=explain)  # refused before opening
     with opened_runtime(settings) as (elephant, default):

@@ -56,7 +56,8 @@ from locomo import DEFAULT_DATASET, TENANT_PREFIX, Question, load_questions
 from app.config import Settings
 from app.services.jobs.runner import drain
 from app.services.memory import ingest as ingest_service
-from app.services.retrieval.search import SearchRequest, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from benchmarks.common import served, write_locomo_smoke_sample
 

@@ -68,7 +68,9 @@ from app.errors import ConfigError
 from app.providers.llm import LLM, LLMError, build_llm
 from app.services.jobs.runner import drain
 from app.services.memory import ingest as ingest_service
-from app.services.retrieval.search import LaneSizes, SearchHit, SearchRequest, SearchTimings, search
+from app.services.retrieval.lanes import LaneSizes
+from app.services.retrieval.schemas import SearchHit, SearchRequest, SearchTimings
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed

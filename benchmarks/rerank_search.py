@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT))
 
 from app.config import Settings  # noqa: E402
 from app.services.memory.commit import NoteIn, commit_note  # noqa: E402
-from app.services.retrieval.search import SearchRequest, search  # noqa: E402
+from app.services.retrieval.schemas import SearchRequest  # noqa: E402
+from app.services.retrieval.search import search  # noqa: E402
 from app.services.runtime import Elephant  # noqa: E402
 from tests.reranker_helpers import build_tiny_cross_encoder  # noqa: E402
 

@@ -86,13 +86,8 @@ from app.db.runtime import Connection, Database
 from app.db.tenant_indexes import Way
 from app.services.retrieval.access_stats import AccessRecorder
 from app.services.retrieval.expansion import expand
-from app.services.retrieval.search import (
-    SearchRequest,
-    prepare,
-    run_statement,
-    statement,
-    statement_params,
-)
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import prepare, run_statement, statement, statement_params
 from app.services.runtime import Elephant
 
 TENANT = "bench"

@@ -19,7 +19,8 @@ from app.services.access.erasure import EraseIn, erase
 from app.services.memory.commit import commit_note
 from app.services.memory.schemas import NoteIn
 from app.services.retrieval.access_stats import AccessRecorder
-from app.services.retrieval.search import SearchRequest, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from app.services.transfer.export import export_to_path
 from app.services.transfer.importer import import_tenant

@@ -21,7 +21,8 @@ from app.db import Database
 from app.errors import Conflict, InvalidInput, NotFound
 from app.providers.embedder import Embedder
 from app.services.graph.backend import Backend
-from app.services.retrieval.search import SearchRequest, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from app.services.transfer import catalog, fileformat
 from app.services.transfer.export import export_to_path

@@ -10,7 +10,9 @@ import pytest
 from app.config import Settings
 from app.services.memory.commit import commit_conversation
 from app.services.memory.schemas import ConversationIn
-from app.services.retrieval.search import LaneSizes, SearchHit, SearchRequest, search
+from app.services.retrieval.lanes import LaneSizes
+from app.services.retrieval.schemas import SearchHit, SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings
 

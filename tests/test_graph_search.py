@@ -19,7 +19,8 @@ from app.services.graph.models import EntityIn, RecordIn, RelationIn, ReviseIn
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.ops.health import health
-from app.services.retrieval.search import SearchRequest, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.graph_backends import (
     graph_backend_fixture,  # noqa: F401 (the module runs on both graph backends)

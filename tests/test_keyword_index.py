@@ -22,7 +22,8 @@ from app.db.embedded import EmbeddedPostgres
 from app.db.keyword_index import KeywordState, documents_counted, indexed_documents
 from app.providers.embedder import Embedder
 from app.services.ops.health import health
-from app.services.retrieval.search import SearchRequest, keyword_engine, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import keyword_engine, search
 from app.services.runtime import Elephant
 from tests.conftest import needs_bm25
 

@@ -17,7 +17,8 @@ from app.services.memory.commit import commit_note
 from app.services.memory.feedback import FeedbackIn, give_feedback
 from app.services.memory.records import get_memory
 from app.services.memory.schemas import NoteIn
-from app.services.retrieval.search import SearchRequest, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings
 

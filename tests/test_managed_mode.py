@@ -29,7 +29,8 @@ from app.services.memory.commit import commit_note
 from app.services.memory.schemas import NoteIn
 from app.services.ops.doctor import diagnose
 from app.services.ops.health import health
-from app.services.retrieval.search import SearchRequest, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.conftest import api_client, make_settings
 

@@ -18,7 +18,9 @@ from app.services.jobs.runner import drain
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.passages import note_passages, spans
 from app.services.memory.schemas import ConversationIn, NoteIn
-from app.services.retrieval.search import LaneSizes, SearchRequest, search
+from app.services.retrieval.lanes import LaneSizes
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings, unreachable_embedder
 

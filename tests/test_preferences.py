@@ -12,7 +12,9 @@ from app.services.facts.model import TurnInput
 from app.services.facts.standing import standing_facts, standing_kind
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
-from app.services.retrieval.search import LaneSizes, SearchHit, SearchRequest, search
+from app.services.retrieval.lanes import LaneSizes
+from app.services.retrieval.schemas import SearchHit, SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings
 

@@ -37,7 +37,9 @@ from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.ops import reembed
 from app.services.ops.doctor import diagnose
-from app.services.retrieval.search import LaneSizes, SearchRequest, search
+from app.services.retrieval.lanes import LaneSizes
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings
 

@@ -38,7 +38,8 @@ from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.records import get_memory
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.ops.stats import stats
-from app.services.retrieval.search import SearchFilters, SearchRequest, search
+from app.services.retrieval.schemas import SearchFilters, SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.conftest import api_client, free_port, make_settings
 

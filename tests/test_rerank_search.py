@@ -21,7 +21,8 @@ from app.config import Settings
 from app.providers.reranker import HTTPReranker
 from app.services.memory.commit import commit_note
 from app.services.memory.schemas import NoteIn
-from app.services.retrieval.search import RerankReport, SearchRequest, rerank_document, search
+from app.services.retrieval.schemas import RerankReport, SearchRequest
+from app.services.retrieval.search import rerank_document, search
 from app.services.runtime import Elephant
 from tests.conftest import free_port
 from tests.reranker_helpers import build_tiny_cross_encoder

@@ -13,14 +13,9 @@ from app.config import Settings
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.retrieval.access_stats import AccessRecorder
-from app.services.retrieval.search import (
-    LaneRanks,
-    SearchRequest,
-    prepare,
-    search,
-    statement,
-    statement_params,
-)
+from app.services.retrieval.lanes import LaneRanks
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import prepare, search, statement, statement_params
 from app.services.runtime import Elephant
 from tests.conftest import MANAGED, api_client, needs_bm25
 

@@ -21,13 +21,8 @@ from psycopg.adapt import Transformer
 
 from app.config import Settings
 from app.db.runtime import Connection
-from app.services.retrieval.search import (
-    SearchRequest,
-    prepare,
-    run_statement,
-    statement,
-    statement_params,
-)
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import prepare, run_statement, statement, statement_params
 from app.services.runtime import Elephant
 from tests.conftest import not_pooled
 from tests.test_search_plans import plan_nodes, seed_tenant, unit_vector

@@ -27,7 +27,8 @@ import numpy as np
 import pytest
 
 from app.db.resources import fragment, load_sql, splice
-from app.services.retrieval.search import SearchRequest, prepare, statement, statement_params
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import prepare, statement, statement_params
 from app.services.runtime import Elephant
 from tests.conftest import needs_bm25
 

@@ -13,7 +13,8 @@ from app.config import Settings
 from app.services.memory.commit import commit_note
 from app.services.memory.schemas import NoteIn
 from app.services.retrieval.query_dates import question_dates
-from app.services.retrieval.search import SearchRequest, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from tests.conftest import make_settings
 

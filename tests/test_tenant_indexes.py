@@ -38,8 +38,8 @@ from app.db.tenant_indexes import (
 from app.errors import DatabaseUnavailable
 from app.services.memory.commit import _nearest
 from app.services.ops.doctor import diagnose
+from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import (
-    SearchRequest,
     prepare,
     run_statement,
     search,

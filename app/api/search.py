@@ -19,7 +19,8 @@ from app.services.common.inputs import NonBlank
 from app.services.ops.stats import StatsReport, stats
 from app.services.retrieval.proactive import ProactiveIn, Suggestions, proactive
 from app.services.retrieval.reflect import ReflectIn, Reflection, reflect
-from app.services.retrieval.search import SearchFilters, SearchRequest, SearchResponse, search
+from app.services.retrieval.schemas import SearchFilters, SearchRequest, SearchResponse
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from app.web.route_access import READ
 

@@ -22,6 +22,7 @@ from app.services.memory import feedback as feedback_service
 from app.services.ops import stats as stats_service
 from app.services.retrieval import reflect as reflect_service
 from app.services.retrieval import search as search_service
+from app.services.retrieval.schemas import SearchFilters, SearchRequest
 
 MEMORY = ToolSet()
 
@@ -143,10 +144,10 @@ def search(
     """Search long-term memory by meaning and keywords. Returns the best hits (id, kind,
     date, score, text), best first; current facts only."""
     runtime = current()
-    request = search_service.SearchRequest(
+    request = SearchRequest(
         query=query,
         limit=limit,
-        filters=search_service.SearchFilters(kind=kind or None, source=source),
+        filters=SearchFilters(kind=kind or None, source=source),
         consistency=consistency,
     )
     found = search_service.search(runtime.elephant, runtime.tenant(), request)

@@ -28,7 +28,8 @@ from app.config import Settings
 from app.providers.embedder import Embedder, LocalEmbedder
 from app.services.jobs.runner import drain
 from app.services.memory import ingest as ingest_service
-from app.services.retrieval.search import SearchRequest, search
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from benchmarks.auth import served
 from benchmarks.locomo import turn_ids

@@ -26,7 +26,8 @@ from app.errors import InvalidInput
 from app.services.memory.transcripts import TurnLink, turn_links
 from app.services.retrieval.lanes import LANE_NAMES, pools, rank_in
 from app.services.retrieval.lanes import weights as lane_weights
-from app.services.retrieval.search import SearchExplain, SearchHit, SearchRequest, search
+from app.services.retrieval.schemas import SearchExplain, SearchHit, SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from app.web.route_access import CONSOLE_READ
 

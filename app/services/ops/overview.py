@@ -2,7 +2,7 @@
 
 The console's landing page reads it, and GET /usage serves its LLM part. Counts come
 from :func:`app.services.ops.stats.stats` (so the page and GET /stats agree), the gate
-summary from :func:`app.services.gate.admission.metrics`, job rows from
+summary from :func:`app.services.gate.decisions.metrics`, job rows from
 :mod:`app.services.jobs.queue`; growth and usage are one statement each
 (``sql/ops/overview_growth.sql``, ``sql/ops/llm_usage.sql``), all under the tenant's
 row-level security. Days are UTC days, as everywhere in the console.
@@ -23,8 +23,8 @@ from app.config import MetricsSettings
 from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import InvalidInput
-from app.services.gate import admission
-from app.services.gate.admission import GateMetrics
+from app.services.gate import decisions as gate_log
+from app.services.gate.decisions import GateMetrics
 from app.services.jobs import queue
 from app.services.jobs.queue import JobInfo
 from app.services.ops.stats import StatsReport, stats
@@ -236,7 +236,7 @@ def overview(elephant: Elephant, tenant: str, days: int, *, failed_jobs: bool) -
         added = growth(conn, tenant, first, last, since)
         usage = llm_usage(conn, tenant, days, prices(elephant.settings.metrics), last)
         failed = queue.list_jobs(conn, tenant, "failed", FAILED_JOBS_SHOWN) if failed_jobs else None
-    gate = admission.metrics(elephant, tenant, recent=0)
+    gate = gate_log.metrics(elephant, tenant, recent=0)
     jobs = counts.jobs
     return Overview(
         tenant=tenant,

@@ -14,13 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.services.common.inputs import Text
 from app.services.common.text import tokens
-from app.services.retrieval.search import (
-    SearchHit,
-    SearchHitView,
-    SearchRequest,
-    record_hits,
-    search,
-)
+from app.services.retrieval.schemas import SearchHit, SearchHitView, SearchRequest
+from app.services.retrieval.search import record_hits, search
 from app.services.runtime import Elephant
 
 CONTAINED_SHARE = 0.8

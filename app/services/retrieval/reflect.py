@@ -22,7 +22,8 @@ from app.prompts.reflect import Route
 from app.providers.llm import LLMError
 from app.services.common.inputs import NonBlank
 from app.services.ops.usage import record_usage
-from app.services.retrieval.search import SearchFilters, SearchHit, SearchRequest, search
+from app.services.retrieval.schemas import SearchFilters, SearchHit, SearchRequest
+from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 
 _TEMPORAL = re.compile(
