@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from psycopg import sql
+
 from app.config import Settings
 from app.providers.embedder import Embedder, Vectors, build_embedder
 from app.services.facts import pipeline
@@ -78,7 +80,9 @@ def count(elephant: Elephant, tenants: list[str], table: str) -> int:
     total = 0
     for tenant in tenants:
         with elephant.db.tenant(tenant) as conn:
-            row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+            row = conn.execute(
+                sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
+            ).fetchone()
             total += int(row[0]) if row else 0
     return total
 

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from psycopg import sql
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.config import LLMSettings, Settings, load_settings
@@ -145,7 +146,9 @@ def load_questions(samples: list[dict[str, Any]]) -> list[Question]:
 
 def count_rows(elephant: Elephant, tenant: str, table: str) -> int:
     with elephant.db.tenant(tenant) as conn:
-        row = conn.execute(f"SELECT count(*) FROM {table}").fetchone()
+        row = conn.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(table))
+        ).fetchone()
         return int(row[0]) if row else 0
 
 

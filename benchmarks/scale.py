@@ -642,7 +642,7 @@ SEPARATE_LANES: dict[str, Lane] = {
         {ONE_VARIANT_Q}
         {{window_lane}}
         SELECT id FROM window_lane ORDER BY rank
-        """,
+        """,  # noqa: S608 (this file's own CTE texts, no input)
         ("memories_embedding_hnsw", "passages_embedding_hnsw"),
     ),
     "facts": Lane(
