@@ -11,7 +11,7 @@ TORCH := torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)
 
-.PHONY: install serve shell docs test lint browser pgbouncer peers smoke test-all
+.PHONY: install serve shell docs test test-fast lint browser pgbouncer peers smoke test-all
 
 # $(call install_torch,BIN): torch into the venv of BIN, from TORCH_INDEX when it answers.
 define install_torch
@@ -60,16 +60,23 @@ docs: install
 # `make test`: the whole suite, then its core again in the managed-Postgres mode (no AGE,
 # no pg_textsearch, as on RDS, Cloud SQL, Supabase, Neon), so that path cannot rot; tests
 # that need either extension skip there.
-MANAGED_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py \
-	tests/test_rls.py tests/test_graph_api.py tests/test_graph_relational.py \
-	tests/test_erasure.py tests/test_isolation.py tests/test_search_plans.py \
-	tests/test_managed_mode.py tests/test_export.py tests/test_tenant_indexes.py
+IT := tests/integration
+MANAGED_TESTS := $(addprefix $(IT)/,test_commit_api.py test_search.py test_mcp.py test_rls.py \
+	test_graph_api.py test_graph_relational.py test_erasure.py test_isolation.py \
+	test_search_plans.py test_managed_mode.py test_export.py test_tenant_indexes.py)
 
 # The core once more through a real PgBouncer in transaction pooling mode (two server
 # connections per database and role, shared by every client), as teams run Elephant behind
 # PgBouncer, RDS Proxy or Supavisor; tests that cannot work through a pooler skip there.
-POOLER_TESTS := tests/test_commit_api.py tests/test_search.py tests/test_mcp.py \
-	tests/test_graph_api.py tests/test_erasure.py tests/test_rls.py tests/test_isolation.py
+POOLER_TESTS := $(addprefix $(IT)/,test_commit_api.py test_search.py test_mcp.py \
+	test_graph_api.py test_erasure.py test_rls.py test_isolation.py)
+
+# `make test-fast`: feedback in a few minutes while working: the unit layer (no database,
+# seconds) and the core of the integration layer (write, search, MCP, isolation, and every
+# response against its snapshot). The layers: tests/unit, tests/integration (the embedded
+# Postgres), tests/browser (the console in Debian's chromium), tests/benchmarks (smoke runs).
+FAST_TESTS := tests/unit $(addprefix $(IT)/,test_commit_api.py test_search.py test_mcp.py \
+	test_rls.py test_isolation.py test_response_snapshots.py)
 
 # In parallel processes (pytest-xdist), each with its own embedded server; a module stays
 # on one worker (--dist loadfile): its database and seeded fixtures are built once, and
@@ -83,8 +90,11 @@ test: lint browser pgbouncer
 	ELEPHANT_TEST_MANAGED=1 $(BIN)/pytest -q $(PARALLEL) $(MANAGED_TESTS)
 	ELEPHANT_TEST_POOLER=1 $(BIN)/pytest -q $(PARALLEL) $(POOLER_TESTS)
 
+test-fast: install
+	$(BIN)/pytest -q $(PARALLEL) $(FAST_TESTS)
+
 smoke: install
-	$(BIN)/pytest $(PARALLEL) -m heavy_smoke tests/test_benchmark_smoke.py
+	$(BIN)/pytest $(PARALLEL) -m heavy_smoke tests/benchmarks/test_benchmark_smoke.py
 
 test-all: test smoke
 

@@ -28,7 +28,7 @@ lifecycle.access_flush_seconds), autovacuum and checkpoints as configured.
    after. Target: each within 5%.
 
 `--smoke`: two LoCoMo sessions, 6 questions, 20 WAL searches, a 1,000-memory tenant
-and 100 searches: seconds, so the benchmark cannot rot (tests/test_benchmark_smoke.py).
+and 100 searches: seconds, so the benchmark cannot rot (tests/benchmarks/test_benchmark_smoke.py).
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ search.bm25_rebuild_on_restart = false (only the probe guards: it catches lost
 statistics, not rows a crash dropped outside its sample). Target: 100% found after
 every cycle, as shipped.
 
-`--smoke`: 300 rows, a 100-row sample, as shipped only (seconds; tests/test_benchmark_smoke.py
-runs it).
+`--smoke`: 300 rows, a 100-row sample, as shipped only (seconds;
+tests/benchmarks/test_benchmark_smoke.py runs it).
 """
 
 from __future__ import annotations

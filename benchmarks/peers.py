@@ -32,7 +32,7 @@ printed, the JSON written to --out, and recall@10 against p50 plotted next to it
 matplotlib). Targets for Elephant are checked and printed beside the numbers.
 
 `--smoke`: two sessions of one conversation, one 500-memory size, 5 queries (seconds;
-tests/test_benchmark_smoke.py runs it with the peers the product venv has: Elephant).
+tests/benchmarks/test_benchmark_smoke.py runs it with the peers the product venv has: Elephant).
 """
 
 from __future__ import annotations

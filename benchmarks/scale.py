@@ -50,7 +50,7 @@ Targets printed beside the numbers: one-statement p50 <= 6 ms and p95 <= 12 ms a
 benchmarks/locomo.py --set): the statement's parameters come from the settings.
 
 `--smoke` runs one tiny size (2,000 memories, 10 queries) in seconds, so that the
-benchmark cannot rot unnoticed (tests/test_benchmark_smoke.py runs it).
+benchmark cannot rot unnoticed (tests/benchmarks/test_benchmark_smoke.py runs it).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 -- distributed tables to include it on both sides; it rejects ON DELETE SET NULL /
 -- SET DEFAULT on a foreign key that includes it. This file rewrites exactly the
 -- constraints docs/scale-out.md lists under "Unique indexes and foreign keys that
--- change". It is plain SQL (no Citus function), so tests/test_scale_out_docs.py runs
+-- change". It is plain SQL (no Citus function), so tests/integration/test_scale_out_docs.py runs
 -- it on the embedded PostgreSQL and checks the result.
 --
 -- Foreign keys that were ON DELETE SET NULL are dropped, not rewritten: the

@@ -13,7 +13,7 @@ tenant). The application uses them when `graph.backend` is `relational`, or
   the rows whose `valid_to` is null; closed relations are kept as history.
 - The relation types are frozen here in the migration's own text (a CHECK); a
   new type in app/services/graph/vocabulary.py needs a migration that widens it
-  (tests/test_graph_relational.py compares the two lists).
+  (tests/integration/test_graph_relational.py compares the two lists).
 - Row-level security as on every tenant table; deleting a tenant deletes its
   entities and relations (ON DELETE CASCADE), deleting an entity its relations.
 

@@ -17,7 +17,7 @@
 -- inlined, so search called it once per fused row (measured 0.75-0.84x the statement's
 -- p50 inlined, identical results). It is not SECURITY DEFINER and reads no table; its
 -- functions are schema-qualified instead, so the caller's search_path cannot redirect
--- them (EXTRACT is parsed as pg_catalog.extract). tests/test_search_plans.py proves the
+-- them (EXTRACT is parsed as pg_catalog.extract). tests/integration/test_search_plans.py proves the
 -- plan holds no call.
 CREATE OR REPLACE FUNCTION elephant_activation(
     p_importance real, p_anchor timestamptz, p_access_count integer,

@@ -5,7 +5,7 @@
 -- Re-applied on every upgrade (see migrations/README.md), so the comments track the
 -- code: edit a comment here, never in a migration. A new table, view or column gets
 -- its comment here (or in the migration that creates it) in the same change:
--- tests/test_schema_comments.py fails naming every one that has none.
+-- tests/integration/test_schema_comments.py fails naming every one that has none.
 
 -- ---------------------------------------------------------------- tenants, meta
 

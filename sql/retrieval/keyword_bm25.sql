@@ -7,7 +7,7 @@
 -- ORDER BY, not a condition, so the non-leakproof rule that keeps `@@` off the GIN
 -- index (see keyword_tsvector.sql) does not apply. The tenant policy then filters the
 -- scan's rows, and the scan goes on past other tenants' better-scoring documents until
--- the tenant's LIMIT is met (tests/test_search_plans.py proves both).
+-- the tenant's LIMIT is met (tests/integration/test_search_plans.py proves both).
 --
 -- Parameters
 --   keyword_memories, keyword_facts int      lane sizes, per variant

@@ -3,7 +3,7 @@
 The single source of truth for every adapter (API, MCP, CLI), for the AGE
 labels a tenant's graph is provisioned with, and for the relation types the
 relational backend accepts (frozen in migration 0008's CHECK: a new type needs a
-migration that widens it; tests/test_graph_relational.py compares the lists).
+migration that widens it; tests/integration/test_graph_relational.py compares the lists).
 Names are folded before lookup (case, spaces, hyphens and underscores are
 equivalent), aliases map to their canonical type, and anything else is
 rejected with the list of what is accepted: a write never goes through with a

@@ -186,7 +186,7 @@ def test_the_matrix_lists_every_route(settings: Settings, elephant: Elephant) ->
             access = route_access(handler)
             assert access is not None
             if not access.checks_caller or access.console:
-                continue  # console pages: tests/test_console_access.py has their matrix
+                continue  # console pages: tests/browser/test_console_access.py has their matrix
             for method in handler.http_methods:
                 path = route.path.replace("{prefix:str}", "0" * 12)
                 routes.add((method, path))
@@ -546,7 +546,7 @@ def test_routes_without_a_scope_are_refused_at_start(
 
 def test_the_default_is_keys_and_make_serve_is_local() -> None:
     assert Settings().auth.mode == "keys"
-    makefile = (Path(__file__).parents[1] / "Makefile").read_text()
+    makefile = (Path(__file__).parents[2] / "Makefile").read_text()
     assert "elephant serve --auth local" in makefile
 
 

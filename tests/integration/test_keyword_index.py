@@ -94,7 +94,7 @@ APP_SCRIPT = textwrap.dedent(
     from app.config import Settings
     from app.db import Database
     sys.path.insert(0, sys.argv[2])
-    from tests.test_keyword_index import write_rows
+    from tests.integration.test_keyword_index import write_rows
     db = Database(Settings.model_validate({"data_dir": sys.argv[1]}))
     db.open()
     write_rows(db, int(sys.argv[3]), int(sys.argv[4]))
@@ -106,7 +106,7 @@ APP_SCRIPT = textwrap.dedent(
 
 def kill_app_after_writing(root: Path, first: int, count: int) -> None:
     """Another process (the app) writes rows, then dies by SIGKILL; the server stays up."""
-    repo = Path(__file__).parents[1]
+    repo = Path(__file__).parents[2]
     app = subprocess.Popen(
         [sys.executable, "-c", APP_SCRIPT, str(root), str(repo), str(first), str(count)],
         stdout=subprocess.PIPE,

@@ -36,7 +36,7 @@ from app.services.runtime import Elephant
 from tests.conftest import free_port
 
 ELEPHANT = str(Path(sys.executable).parent / "elephant")
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 HEAVY = ("torch", "transformers", "litestar", "fastmcp", "anthropic", "ollama")
 TENANT = "startup"
 NOTE = "The staging database moved to the Frankfurt region in March."

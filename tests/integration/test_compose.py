@@ -39,7 +39,7 @@ from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
 from tests.conftest import free_port, operator_key, serve_in_thread
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
 SCHEMA = os.environ.get("COMPOSE_SPEC_SCHEMA")
 API_DOCKERFILE = ROOT / "docker" / "api.Dockerfile"

@@ -48,7 +48,7 @@ from app.services.retrieval.search import (
 )
 from app.services.runtime import Elephant
 from tests.conftest import make_settings
-from tests.test_search_plans import plan_nodes, seed_tenant, unit_vector
+from tests.integration.test_search_plans import plan_nodes, seed_tenant, unit_vector
 
 BIG, SMALL, OTHER = "ways-big", "ways-small", "ways-other"
 THRESHOLD = 300  # rows in a tenant's largest vector table

@@ -15,7 +15,7 @@ from app.errors import InvalidInput
 from app.services.runtime import Elephant
 from app.services.transfer.vault import Names, export_vault, link, safe_stem
 from tests.conftest import MANAGED
-from tests.test_export import Client, call, client, planted  # noqa: F401  (fixtures)
+from tests.integration.test_export import Client, call, client, planted  # noqa: F401  (fixtures)
 
 HOSTILE = ["../x", "a/b", "A\\B", "..", ".hidden", "CON", "x|y]] [[z", "Résumé: #1?", "a_b"]
 LINK = re.compile(r"(?<!\\)\[\[([^\]|]+)(?:\|[^\]]*)?\]\]")

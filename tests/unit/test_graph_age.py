@@ -11,7 +11,7 @@ from psycopg import sql
 
 from app.services.graph.age import cypher_statement, graph_name
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_checked_statement_is_built() -> None:

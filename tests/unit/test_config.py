@@ -129,7 +129,7 @@ def test_redacted_hides_secrets() -> None:
 
 
 def test_the_configuration_page_documents_every_key() -> None:
-    page = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text()
     assert reference_markdown() in page, "docs/configuration.md's table is stale: paste " + (
         "`elephant config reference`"
     )

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # Top to bottom; packages of one layer may import each other (module cycles still fail).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("cli", "cli_maintain", "cli_transfer"),
+    ("cli", "cli_access", "cli_graph", "cli_maintain", "cli_transfer"),
     ("cli_support",),
     ("api", "console"),  # the app mounts the console; both declare their routes' access in web
     ("mcp",),
@@ -188,3 +188,84 @@ def test_find_cycles_names_the_cycle() -> None:
     assert [edge.source for edge in cycle] == ["a", "b", "c"]
     assert describe(cycle).splitlines()[-1].strip() == "-> a  (c.py:3)"
     assert find_cycles(edges[:2]) == []
+
+
+# ------------------------------------------------------------------ feature packages
+
+# app/services is rooms, not a flat bag: every module lives in one feature package,
+# except the runtime (settings, database and providers built once, shared by all).
+FEATURES = frozenset(
+    {"access", "common", "facts", "gate", "graph", "jobs", "lifecycle", "memory", "ops"}
+    | {"retrieval", "transfer"}
+)
+OUTSIDE_FEATURES = frozenset({"app.services", "app.services.runtime"})
+
+# Which feature package imports which, as the code stands: a new arrow between rooms is
+# a decision, so it is written here (and in docs/architecture.md) before it is made. The
+# map still has loops (e.g. memory <-> gate: commit asks the gate, and admitting a rejected
+# note commits it); modules never import each other in a loop (test_app_has_no_import_cycle).
+FEATURE_IMPORTS: dict[str, frozenset[str]] = {
+    "access": frozenset({"common", "graph", "runtime"}),
+    "common": frozenset({"facts"}),
+    "facts": frozenset({"access", "common", "graph", "jobs", "memory", "ops", "runtime"}),
+    "gate": frozenset({"common", "facts", "memory", "ops", "runtime"}),
+    "graph": frozenset({"common", "facts", "jobs", "ops", "runtime"}),
+    "jobs": frozenset({"common", "facts", "lifecycle", "ops", "runtime"}),
+    "lifecycle": frozenset({"access", "jobs", "memory", "ops", "runtime"}),
+    "memory": frozenset(
+        {"access", "common", "facts", "gate", "jobs", "ops", "retrieval", "runtime"}
+    ),
+    "ops": frozenset(
+        {"access", "gate", "graph", "jobs", "lifecycle", "memory", "retrieval", "runtime"}
+    ),
+    "retrieval": frozenset({"common", "facts", "graph", "lifecycle", "ops", "runtime"}),
+    "runtime": frozenset({"graph", "jobs", "retrieval"}),
+    "transfer": frozenset({"access", "graph", "lifecycle", "runtime"}),
+}
+
+
+def feature_of(module: str) -> str | None:
+    """The feature package of a services module ("runtime" for the runtime); None outside."""
+    parts = module.split(".")
+    if parts[:2] != ["app", "services"] or len(parts) < 3:
+        return None
+    return parts[2]
+
+
+def test_every_service_module_lives_in_a_feature_package() -> None:
+    loose = sorted(
+        module
+        for module in APP
+        if module.startswith("app.services")
+        and module not in OUTSIDE_FEATURES
+        and feature_of(module) not in FEATURES
+    )
+    assert not loose, f"modules outside a feature package {sorted(FEATURES)}: {loose}"
+    for feature in FEATURES:
+        init = ROOT / "app" / "services" / feature / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text()))
+        assert doc and len(doc) > 40, f"app/services/{feature}: say what the package owns"
+
+
+def test_feature_packages_import_only_what_the_map_declares() -> None:
+    found: dict[str, set[str]] = {}
+    where: dict[tuple[str, str], str] = {}
+    for edge in EDGES:
+        source, target = feature_of(edge.source), feature_of(edge.target)
+        if source and target and source != target:
+            found.setdefault(source, set()).add(target)
+            where.setdefault((source, target), edge.where)
+    undeclared = [
+        f"{where[(source, target)]}: {source} -> {target}"
+        for source, targets in sorted(found.items())
+        for target in sorted(targets - FEATURE_IMPORTS.get(source, frozenset()))
+    ]
+    assert not undeclared, "imports between features not in FEATURE_IMPORTS:\n  " + (
+        "\n  ".join(undeclared)
+    )
+    stale = [
+        f"{source} -> {target}"
+        for source, targets in FEATURE_IMPORTS.items()
+        for target in targets - found.get(source, set())
+    ]
+    assert not stale, f"FEATURE_IMPORTS lists arrows the code no longer has: {stale}"

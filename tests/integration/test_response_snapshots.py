@@ -46,7 +46,7 @@ from tests.conftest import make_settings, operator_key
 # Read once and kept out of the environment: the CLI run in process refuses unknown
 # ELEPHANT_* names.
 UPDATE = os.environ.pop("ELEPHANT_SNAPSHOT_UPDATE", None) == "1"
-SNAPSHOTS = Path(__file__).parent / "data" / "snapshots"
+SNAPSHOTS = Path(__file__).parents[1] / "data" / "snapshots"
 GHOST = "00000000-0000-4000-8000-000000000000"  # an id no row has
 BASE_URL = "http://127.0.0.1:7777"
 

@@ -25,7 +25,7 @@ from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import prepare, run_statement, statement, statement_params
 from app.services.runtime import Elephant
 from tests.conftest import not_pooled
-from tests.test_search_plans import plan_nodes, seed_tenant, unit_vector
+from tests.integration.test_search_plans import plan_nodes, seed_tenant, unit_vector
 
 pytestmark = not_pooled(
     "about server-side prepared statements, which are off behind a transaction pooler"

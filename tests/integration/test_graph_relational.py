@@ -21,7 +21,7 @@ from app.services.graph.vocabulary import RELATIONS
 from app.services.graph.walk import walk_by_hops
 from tests.conftest import make_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STAMP = "2026-01-01T00:00:00+00:00"
 
 

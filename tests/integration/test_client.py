@@ -52,7 +52,7 @@ from elephant_client import (
 )
 from tests.conftest import free_port, make_settings, operator_key, serve_in_thread
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = RetryPolicy(attempts=3, backoff_s=0.0, max_backoff_s=0.0)
 
 

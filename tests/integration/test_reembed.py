@@ -410,7 +410,7 @@ def test_a_killed_reembed_resumes_where_it_stopped(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     written = 0
@@ -471,7 +471,7 @@ def test_after_a_reembed_the_schema_is_a_fresh_one_of_the_new_dimension(
     """No trace of the re-embed (columns, indexes, trigger, state, constraints), the same
     indexes, comments, grants and NOT NULLs as a database made for the new model."""
     from app.db import migrate as migrations
-    from tests.test_schema_parity import assert_same_schema, schema_dump
+    from tests.integration.test_schema_parity import assert_same_schema, schema_dump
 
     settings, db, _ = second
     assert reembed.status(Elephant(settings=settings, db=db, embedder=None, llm=None)).dim == 256  # type: ignore[arg-type]

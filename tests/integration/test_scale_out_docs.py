@@ -23,7 +23,7 @@ import yaml  # type: ignore[import-untyped]  # pyyaml: a dependency of litestar
 from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 KIT = ROOT / "deploy" / "citus"
 DOC = ROOT / "docs" / "scale-out.md"
 TENANT = "tenant_id"

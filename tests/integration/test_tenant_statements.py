@@ -27,7 +27,7 @@ from pathlib import Path
 from app.db import Database
 from app.db.resources import OBJECTS_DIR, fragment
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 APP = ROOT / "app"
 SQL_DIR = ROOT / "sql"
 

@@ -114,7 +114,7 @@ def test_every_python_package_is_listed_for_the_wheel() -> None:
     """pyproject lists packages explicitly (for the migrations/sql mapping): keep it whole."""
     import tomllib
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     listed = set(
         tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     )
@@ -127,7 +127,7 @@ def test_every_python_package_is_listed_for_the_wheel() -> None:
 
 # ------------------------------------------------------------------ frozen migrations
 
-VERSIONS = Path(__file__).resolve().parents[1] / "migrations" / "versions"
+VERSIONS = Path(__file__).resolve().parents[2] / "migrations" / "versions"
 # What a migration may not import: code or files that change after it is released.
 MUTABLE_MODULES = {"app", "sql", "migrations", "importlib", "pathlib", "pkgutil"}
 READERS = {"open", "read_text", "read_bytes", "load_sql", "load_statement", "fragment", "splice"}
@@ -198,7 +198,7 @@ def test_every_sql_file_ships_in_the_wheel() -> None:
     sql/objects/ (without them an installed package would keep 0005's views)."""
     import tomllib
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     pyproject = tomllib.loads((root / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["app.sql"]
     shipped = {path for pattern in patterns for path in (root / "sql").glob(pattern)}

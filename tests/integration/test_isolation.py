@@ -76,7 +76,7 @@ def cypher(conn: Connection, graph: str, query: str) -> list[Any]:
     return conn.execute(statement).fetchall()
 
 
-@needs_age  # AGE graph schemas; kg_* isolation: tests/test_graph_relational.py
+@needs_age  # AGE graph schemas; kg_* isolation: tests/integration/test_graph_relational.py
 def test_another_tenants_graph_tables_show_no_rows(db: Database, graphs: dict[str, str]) -> None:
     b = graphs["iso-b"]
     tables = graph_tables(db, b)
@@ -93,7 +93,7 @@ def test_another_tenants_graph_tables_show_no_rows(db: Database, graphs: dict[st
     assert set(as_nobody.values()) == {0}, as_nobody
 
 
-@needs_age  # AGE graph schemas; kg_* isolation: tests/test_graph_relational.py
+@needs_age  # AGE graph schemas; kg_* isolation: tests/integration/test_graph_relational.py
 def test_cypher_cannot_read_or_change_another_tenants_graph(
     db: Database, graphs: dict[str, str]
 ) -> None:
@@ -116,7 +116,7 @@ def test_cypher_cannot_read_or_change_another_tenants_graph(
     assert names == ['"iso-b key"', '"iso-b vault"']
 
 
-@needs_age  # AGE graph schemas; kg_* isolation: tests/test_graph_relational.py
+@needs_age  # AGE graph schemas; kg_* isolation: tests/integration/test_graph_relational.py
 def test_analyst_views_and_elephant_sql_see_one_tenant(
     settings: Settings, db: Database, graphs: dict[str, str]
 ) -> None:
@@ -177,7 +177,7 @@ def test_the_worker_role_reads_no_tenant_data(db: Database) -> None:
             conn.execute(sql.SQL("SELECT 1 FROM {} LIMIT 1").format(sql.Identifier(table)))
 
 
-@needs_age  # AGE graph schemas; kg_* isolation: tests/test_graph_relational.py
+@needs_age  # AGE graph schemas; kg_* isolation: tests/integration/test_graph_relational.py
 def test_deleting_a_tenant_drops_its_graph_for_good(
     elephant: Elephant, db: Database, graphs: dict[str, str]
 ) -> None:
