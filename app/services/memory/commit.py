@@ -83,7 +83,7 @@ def _nearest(
     way: Way = "exact",
 ) -> dict[int, list[tuple[str, str, float]]]:
     """ord (0-based) -> [(memory id, text, similarity)], most similar first."""
-    text = load_sql("nearest_memories.sql")
+    text = load_sql("memory/nearest_memories.sql")
     if way == "own":  # its own HNSW index
         text = naming_tenant(text, tenant)
     rows = conn.execute(
