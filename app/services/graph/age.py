@@ -28,7 +28,7 @@ from app.db.resources import fragment
 from app.db.runtime import Connection, Database
 from app.errors import CapabilityMissing
 from app.protocol import JSONObject
-from app.services.graph.store import Entity, GraphCounts, Relation, Walk
+from app.services.graph.store import Entity, GraphCounts, Relation, Triple, Walk
 from app.services.graph.vocabulary import RELATIONS
 from app.services.graph.walk import walk_by_hops
 
@@ -214,30 +214,18 @@ class AGEGraphStore:
             )
         return len(existing)
 
-    def find(
-        self,
-        conn: Connection,
-        tenant: str,
-        text_keys: Sequence[str],
-        *,
-        domain: str | None,
-        role: str | None,
+    def candidates(
+        self, conn: Connection, tenant: str, text: str, *, domain: str | None, role: str | None
     ) -> list[Entity]:
-        found: dict[str, Entity] = {}
-        for text in dict.fromkeys(text_keys):
-            rows = self._run(
-                conn,
-                tenant,
-                "MATCH (e:Entity) WHERE (e.key CONTAINS $q OR $q CONTAINS e.key) "
-                "AND ($domain IS NULL OR e.domain = $domain) "
-                "AND ($role IS NULL OR e.role = $role) RETURN properties(e)",
-                {"q": text, "domain": domain, "role": role},
-            )
-            for (props,) in rows:
-                entity = _entity(props)
-                if text in entity.key or _contains_words(text, entity.key):
-                    found[entity.key] = entity
-        return list(found.values())
+        rows = self._run(
+            conn,
+            tenant,
+            "MATCH (e:Entity) WHERE (e.key CONTAINS $q OR $q CONTAINS e.key) "
+            "AND ($domain IS NULL OR e.domain = $domain) "
+            "AND ($role IS NULL OR e.role = $role) RETURN properties(e)",
+            {"q": text, "domain": domain, "role": role},
+        )
+        return [_entity(props) for (props,) in rows]
 
     def page(
         self, conn: Connection, tenant: str, offset: int, limit: int
@@ -324,11 +312,7 @@ class AGEGraphStore:
             )
 
     def invalidate_relations(
-        self,
-        conn: Connection,
-        tenant: str,
-        triples: Sequence[tuple[str, str, str]],
-        valid_to: str,
+        self, conn: Connection, tenant: str, triples: Sequence[Triple], valid_to: str
     ) -> int:
         return self._each_triple(
             conn,
@@ -338,9 +322,7 @@ class AGEGraphStore:
             {"valid_to": valid_to},
         )
 
-    def delete_relations(
-        self, conn: Connection, tenant: str, triples: Sequence[tuple[str, str, str]]
-    ) -> int:
+    def delete_relations(self, conn: Connection, tenant: str, triples: Sequence[Triple]) -> int:
         return self._each_triple(
             conn, tenant, triples, "WITH r, id(r) AS rid DELETE r RETURN rid", {}
         )
@@ -349,7 +331,7 @@ class AGEGraphStore:
         self,
         conn: Connection,
         tenant: str,
-        triples: Sequence[tuple[str, str, str]],
+        triples: Sequence[Triple],
         action: str,
         params: JSONObject,
     ) -> int:
@@ -389,10 +371,6 @@ def _entity(props: JSONObject) -> Entity:
         valid_from=props.get("valid_from"),
         valid_to=props.get("valid_to"),
     )
-
-
-def _contains_words(text: str, key: str) -> bool:
-    return len(key) >= 3 and f" {key} " in f" {text} "
 
 
 # ------------------------------------------------------------------ provisioning

@@ -45,7 +45,7 @@ from app.services.graph.models import (
     ReviseIn,
     RevisionResult,
 )
-from app.services.graph.store import Entity, GraphStore, Relation, entity_key
+from app.services.graph.store import Entity, GraphStore, Relation, Triple, entity_key
 from app.services.jobs import queue
 from app.services.ops import metrics
 from app.services.runtime import Elephant
@@ -552,7 +552,7 @@ def delete_relations(
     return RelationsDeleted(relations_deleted=deleted)
 
 
-def _triples(relations: Sequence[RelationRef]) -> list[tuple[str, str, str]]:
+def _triples(relations: Sequence[RelationRef]) -> list[Triple]:
     return [
         (_key(r.source, "source"), vocab.relation_type(r.relation_type), _key(r.target, "target"))
         for r in relations

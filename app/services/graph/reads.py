@@ -30,7 +30,7 @@ from app.services.graph.models import (
     OpenedNodes,
 )
 from app.services.graph.operations import active_observations, graph_store
-from app.services.graph.store import Entity, GraphStore, Relation, entity_key
+from app.services.graph.store import Entity, GraphStore, Relation, entity_key, find
 from app.services.runtime import Elephant
 
 MAX_LIMIT = 200
@@ -163,7 +163,7 @@ def search_nodes(
     with elephant.db.reading(tenant) as conn:
         if not store.exists(conn, tenant):
             return NodeSearchResult(query=query, entities=[], total_matched=0, truncated=False)
-        by_name = store.find(conn, tenant, [text], domain=domain_name, role=role)
+        by_name = find(store, conn, tenant, [text], domain=domain_name, role=role)
         by_name.sort(key=lambda e: (e.key != text, not e.key.startswith(text), e.key))
         by_observation = _observation_matches(conn, tenant, vector)
         extra = store.entities(
@@ -334,7 +334,7 @@ def neighbourhood(
         if not store.exists(conn, tenant):
             return Neighbourhood(nodes=[], edges=[], truncated=False)
         if query and entity_key(query):
-            seeds = store.find(conn, tenant, [entity_key(query)], domain=None, role=None)
+            seeds = find(store, conn, tenant, [entity_key(query)], domain=None, role=None)
         else:
             seeds, _ = store.page(conn, tenant, 0, limit)
         walk = store.walk(conn, tenant, [e.key for e in seeds], hops, limit)

@@ -22,7 +22,7 @@ from psycopg import sql
 
 from app.db.resources import fragment
 from app.db.runtime import Connection
-from app.services.graph.store import Entity, GraphCounts, Relation, Walk
+from app.services.graph.store import Entity, GraphCounts, Relation, Triple, Walk
 
 # Edge properties kept in columns (the code filters on them); any other goes to `properties`.
 RELATION_FIELDS = ("valid_from", "valid_to", "recorded_at", "epistemic", "source")
@@ -86,12 +86,8 @@ def _entity_arrays(entities: Sequence[Entity]) -> list[list[Any]]:
     ]
 
 
-def _triple_arrays(triples: Sequence[tuple[str, str, str]]) -> list[list[str]]:
+def _triple_arrays(triples: Sequence[Triple]) -> list[list[str]]:
     return [[t[0] for t in triples], [t[1] for t in triples], [t[2] for t in triples]]
-
-
-def _contains_words(text: str, key: str) -> bool:
-    return len(key) >= 3 and f" {key} " in f" {text} "
 
 
 class RelationalGraphStore:
@@ -151,27 +147,15 @@ class RelationalGraphStore:
             (tenant, list(dict.fromkeys(keys))),
         ).rowcount
 
-    def find(
-        self,
-        conn: Connection,
-        tenant: str,
-        text_keys: Sequence[str],
-        *,
-        domain: str | None,
-        role: str | None,
+    def candidates(
+        self, conn: Connection, tenant: str, text: str, *, domain: str | None, role: str | None
     ) -> list[Entity]:
         """A scan of the tenant's keys (index-only on the primary key): no trigram index is
         needed, and managed services need not offer pg_trgm."""
-        found: dict[str, Entity] = {}
-        for text in dict.fromkeys(text_keys):
-            rows = conn.execute(
-                _statement("find"), {"t": tenant, "q": text, "domain": domain, "role": role}
-            ).fetchall()
-            for row in rows:
-                entity = _entity(row)
-                if text in entity.key or _contains_words(text, entity.key):
-                    found[entity.key] = entity
-        return list(found.values())
+        rows = conn.execute(
+            _statement("find"), {"t": tenant, "q": text, "domain": domain, "role": role}
+        ).fetchall()
+        return [_entity(row) for row in rows]
 
     def page(
         self, conn: Connection, tenant: str, offset: int, limit: int
@@ -236,11 +220,7 @@ class RelationalGraphStore:
         conn.execute(_statement("create_relations"), (tenant, *columns))
 
     def invalidate_relations(
-        self,
-        conn: Connection,
-        tenant: str,
-        triples: Sequence[tuple[str, str, str]],
-        valid_to: str,
+        self, conn: Connection, tenant: str, triples: Sequence[Triple], valid_to: str
     ) -> int:
         if not triples:
             return 0
@@ -249,9 +229,7 @@ class RelationalGraphStore:
             (_instant(valid_to), *_triple_arrays(triples), tenant),
         ).rowcount
 
-    def delete_relations(
-        self, conn: Connection, tenant: str, triples: Sequence[tuple[str, str, str]]
-    ) -> int:
+    def delete_relations(self, conn: Connection, tenant: str, triples: Sequence[Triple]) -> int:
         """Every relation of each triple, current and closed."""
         if not triples:
             return 0

@@ -62,6 +62,10 @@ class Entity:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
+Triple = tuple[str, str, str]
+"""A relation by name: (source key, relation type, target key)."""
+
+
 @dataclass(frozen=True)
 class Relation:
     source: str  # entity keys
@@ -70,7 +74,7 @@ class Relation:
     properties: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def triple(self) -> tuple[str, str, str]:
+    def triple(self) -> Triple:
         return (self.source, self.relation_type, self.target)
 
     @property
@@ -132,27 +136,16 @@ class GraphStore(Protocol):
     ) -> None: ...
 
     def invalidate_relations(
-        self,
-        conn: Connection,
-        tenant: str,
-        triples: Sequence[tuple[str, str, str]],
-        valid_to: str,
+        self, conn: Connection, tenant: str, triples: Sequence[Triple], valid_to: str
     ) -> int: ...
 
-    def delete_relations(
-        self, conn: Connection, tenant: str, triples: Sequence[tuple[str, str, str]]
-    ) -> int: ...
+    def delete_relations(self, conn: Connection, tenant: str, triples: Sequence[Triple]) -> int: ...
 
-    def find(
-        self,
-        conn: Connection,
-        tenant: str,
-        text_keys: Sequence[str],
-        *,
-        domain: str | None,
-        role: str | None,
+    def candidates(
+        self, conn: Connection, tenant: str, text: str, *, domain: str | None, role: str | None
     ) -> list[Entity]:
-        """Entities whose key contains one of text_keys, or is contained in one."""
+        """Entities of the domain and role (None: any) whose key contains ``text`` or is
+        contained in it; ``find`` keeps those that match as a key or as whole words."""
         ...
 
     def page(
@@ -180,3 +173,26 @@ class GraphStore(Protocol):
 def entity_key(name: str) -> str:
     """Case and runs of spaces do not distinguish two entity names."""
     return " ".join(name.casefold().split())
+
+
+def find(
+    store: GraphStore,
+    conn: Connection,
+    tenant: str,
+    text_keys: Sequence[str],
+    *,
+    domain: str | None,
+    role: str | None,
+) -> list[Entity]:
+    """Entities whose key contains one of text_keys, or stands in one as whole words (a
+    key of three characters or more), once each, whichever backend looked them up."""
+    found: dict[str, Entity] = {}
+    for text in dict.fromkeys(text_keys):
+        for entity in store.candidates(conn, tenant, text, domain=domain, role=role):
+            if text in entity.key or _contains_words(text, entity.key):
+                found[entity.key] = entity
+    return list(found.values())
+
+
+def _contains_words(text: str, key: str) -> bool:
+    return len(key) >= 3 and f" {key} " in f" {text} "

@@ -25,7 +25,7 @@ from app.config import validate_tenant_id
 from app.db.runtime import Connection, Database
 from app.errors import CapabilityMissing, InvalidInput
 from app.services.graph.backend import Backend, present
-from app.services.graph.store import Entity, GraphStore, Relation
+from app.services.graph.store import Entity, GraphStore, Relation, Triple
 from app.services.runtime import Elephant
 
 T = TypeVar("T")
@@ -118,7 +118,7 @@ def _copy_relations(
     the target has that triple current already (one current relation per triple)."""
     keys = sorted({r.source for r in relations} | {r.target for r in relations})
     there: set[tuple[Any, ...]] = set()
-    current: set[tuple[str, str, str]] = set()
+    current: set[Triple] = set()
     for some in _chunks(keys):
         for relation in target.relations(conn, tenant, some, active_only=False):
             there.add(_signature(relation))

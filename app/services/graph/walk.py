@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Container, Iterable, Sequence
 
 from app.db.runtime import Connection
-from app.services.graph.store import Entity, GraphStore, Relation, Walk
+from app.services.graph.store import Entity, GraphStore, Relation, Triple, Walk
 
 
 def walk_by_hops(
@@ -21,7 +21,7 @@ def walk_by_hops(
     seeds = list(dict.fromkeys(keys))
     nodes = _in_order(store.entities(conn, tenant, seeds[:limit]), seeds[:limit])
     truncated = len(seeds) > limit
-    edges: dict[tuple[str, str, str], Relation] = {}
+    edges: dict[Triple, Relation] = {}
     frontier = list(nodes)
     for _ in range(hops):
         if not frontier:
