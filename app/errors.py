@@ -26,6 +26,15 @@ class ElephantError(Exception):
     status_code: int = 500
     code: str = "internal_error"
 
+    def __init_subclass__(cls, *, status_code: int | None = None, code: str | None = None) -> None:
+        """``class NotFound(ElephantError, status_code=404, code="not_found")``: the HTTP
+        status and the error code every adapter reports, on the class line."""
+        super().__init_subclass__()
+        if status_code is not None:
+            cls.status_code = status_code
+        if code is not None:
+            cls.code = code
+
     def __init__(self, message: str, *, details: JSONObject | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -38,17 +47,12 @@ class ElephantError(Exception):
         return body
 
 
-class ConfigError(ElephantError):
+class ConfigError(ElephantError, code="config_error"):
     """A setting is missing, unknown or invalid; the message names the key."""
 
-    code = "config_error"
 
-
-class InvalidInput(ElephantError):
+class InvalidInput(ElephantError, status_code=422, code="invalid_input"):
     """The caller sent something we cannot accept; the message says what to fix."""
-
-    status_code = 422
-    code = "invalid_input"
 
     @classmethod
     def from_validation(cls, exc: ValidationError) -> InvalidInput:
@@ -59,79 +63,56 @@ class InvalidInput(ElephantError):
         return cls(describe_problems(problems), details={"fields": fields})
 
 
-class Unauthorized(ElephantError):
+class Unauthorized(ElephantError, status_code=401, code="unauthorized"):
     """No API key, or one that is unknown, revoked or expired."""
 
-    status_code = 401
-    code = "unauthorized"
 
-
-class Forbidden(ElephantError):
+class Forbidden(ElephantError, status_code=403, code="forbidden"):
     """The key is valid but may not do this (scope, tenant, origin)."""
 
-    status_code = 403
-    code = "forbidden"
 
-
-class MisdirectedHost(ElephantError):
+class MisdirectedHost(ElephantError, status_code=421, code="misdirected_host"):
     """The Host header names a host this server does not answer to (DNS rebinding)."""
 
-    status_code = 421
-    code = "misdirected_host"
+
+class UnsupportedMediaType(ElephantError, status_code=415, code="unsupported_media_type"):
+    """The request body is not in a media type the endpoint reads."""
 
 
-class UnsupportedMediaType(ElephantError):
-    status_code = 415
-    code = "unsupported_media_type"
+class PayloadTooLarge(ElephantError, status_code=413, code="payload_too_large"):
+    """The request body, or an upload, is larger than the server accepts."""
 
 
-class PayloadTooLarge(ElephantError):
-    status_code = 413
-    code = "payload_too_large"
-
-
-class RateLimited(ElephantError):
-    status_code = 429
-    code = "rate_limited"
+class RateLimited(ElephantError, status_code=429, code="rate_limited"):
+    """Too many requests; ``retry_after_s`` says when to try again."""
 
     def __init__(self, message: str, *, retry_after_s: int) -> None:
         super().__init__(message, details={"retry_after_s": retry_after_s})
         self.retry_after_s = retry_after_s
 
 
-class NotFound(ElephantError):
-    status_code = 404
-    code = "not_found"
+class NotFound(ElephantError, status_code=404, code="not_found"):
+    """No such thing for this tenant (record, entity, session, key, ...)."""
 
 
-class Conflict(ElephantError):
-    status_code = 409
-    code = "conflict"
+class Conflict(ElephantError, status_code=409, code="conflict"):
+    """The request clashes with what is stored or running now."""
 
 
-class CapabilityMissing(ElephantError):
+class CapabilityMissing(ElephantError, status_code=503, code="capability_missing"):
     """The database lacks an extension a feature needs (pgvector, AGE, ...)."""
 
-    status_code = 503
-    code = "capability_missing"
 
-
-class DatabaseUnavailable(ElephantError):
+class DatabaseUnavailable(ElephantError, status_code=503, code="database_unavailable"):
     """The database cannot be reached or started."""
-
-    status_code = 503
-    code = "database_unavailable"
 
     def __init__(self, message: str, *, retry_after_s: int | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
 
 
-class SchemaMismatch(ElephantError):
+class SchemaMismatch(ElephantError, status_code=503, code="schema_mismatch"):
     """The database schema or embedding dimension does not match this build/config."""
-
-    status_code = 503
-    code = "schema_mismatch"
 
 
 # ------------------------------------------------------------------ validation messages

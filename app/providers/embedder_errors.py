@@ -5,8 +5,5 @@ from __future__ import annotations
 from app.errors import ElephantError
 
 
-class EmbedderError(ElephantError):
+class EmbedderError(ElephantError, status_code=503, code="embedder_unavailable"):
     """The embedding backend cannot be reached or answered something unusable."""
-
-    status_code = 503
-    code = "embedder_unavailable"

@@ -40,11 +40,8 @@ class LLMResult(Generic[T]):
     usage: LLMUsage
 
 
-class LLMError(ElephantError):
+class LLMError(ElephantError, status_code=503, code="llm_unavailable"):
     """The LLM could not be reached, timed out, or never produced valid output."""
-
-    status_code = 503
-    code = "llm_unavailable"
 
     def __init__(self, message: str, *, usage: LLMUsage | None = None) -> None:
         super().__init__(message)

@@ -20,9 +20,8 @@ from app.config import RerankerSettings
 from app.errors import ElephantError
 
 
-class RerankerError(ElephantError):
-    status_code = 503
-    code = "reranker_unavailable"
+class RerankerError(ElephantError, status_code=503, code="reranker_unavailable"):
+    """The reranker cannot be reached or answered something unusable."""
 
 
 @dataclass(frozen=True)
