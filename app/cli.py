@@ -4,6 +4,9 @@ Start-up matters here (``elephant --help`` under a second): this module imports 
 click, pydantic and the settings; each command imports what it needs, and nothing
 imports torch unless it embeds in-process (app/providers/embedder.py loads lazily).
 Commands that embed ask a running ``elephant serve`` first (app/services/ops/server_link.py).
+The graph, access (keys, audit, erase), maintain and transfer commands live in
+app/cli_graph.py, app/cli_access.py, app/cli_maintain.py and app/cli_transfer.py and are
+registered on this group at the end.
 """
 
 from __future__ import annotations
@@ -14,8 +17,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -23,13 +25,18 @@ import click
 from pydantic import ValidationError
 
 from app import __version__
-from app.cli_support import command_settings, opened_runtime, print_json
+from app.cli_support import (
+    command_settings,
+    delegated,
+    opened_runtime,
+    print_json,
+    tenant_option,
+)
 from app.config import Settings, load_settings, redacted, reference_markdown
 from app.errors import ElephantError, InvalidInput
 
 if TYPE_CHECKING:
-    from app.db import Database
-    from app.services.ops.server_link import QueryParams
+    pass
 
 F = TypeVar("F", bound=Callable[..., Any])
 # Seconds uvicorn waits for open requests at SIGTERM; with the worker's 1.5 s and the
@@ -54,12 +61,6 @@ class ElephantGroup(click.Group):
             raise click.ClickException(InvalidInput.from_validation(exc).message) from None
         except ElephantError as exc:
             raise click.ClickException(exc.message) from None
-
-
-def tenant_option(meaning: str = "Tenant (default: tenant.default).") -> Callable[[F], F]:
-    """``--tenant TENANT``, one spelling on every command; ``meaning`` is its help there
-    (the tenant a command acts for, a filter, the tenant a new key serves)."""
-    return click.option("--tenant", metavar="TENANT", default=None, help=meaning)
 
 
 def _exit_on_sigterm() -> None:
@@ -366,7 +367,7 @@ def search_command(query: str, tenant: str | None, limit: int | None, explain: b
     body: dict[str, Any] = {"query": query, "explain": explain}
     if limit is not None:
         body["limit"] = limit
-    answered = _delegated(settings, "POST", "/search", tenant, body=body)
+    answered = delegated(settings, "POST", "/search", tenant, body=body)
     if answered is not None:
         print_json(answered[0])
         return
@@ -376,23 +377,6 @@ def search_command(query: str, tenant: str | None, limit: int | None, explain: b
     request = SearchRequest(query=query, limit=limit, explain=explain)  # refused before opening
     with opened_runtime(settings) as (elephant, default):
         print_json(search(elephant, tenant or default, request).response())
-
-
-def _delegated(
-    settings: Settings,
-    method: str,
-    path: str,
-    tenant: str | None,
-    *,
-    body: Any = None,
-    query: QueryParams | None = None,
-) -> tuple[Any] | None:
-    """The running server's answer (a 1-tuple), or None: no server for this database."""
-    from app.services.ops import server_link
-
-    return server_link.delegate(
-        settings, method, path, tenant=tenant or settings.tenant.default, body=body, query=query
-    )
 
 
 @main.command()
@@ -408,235 +392,6 @@ def doctor() -> None:
     click.echo(f"status: {report.status}")
     if report.status == "fail":
         raise SystemExit(1)
-
-
-@main.group()
-def graph() -> None:
-    """The knowledge graph from the shell (prints JSON)."""
-
-
-@graph.command(name="search")
-@click.argument("query")
-@tenant_option()
-@click.option("--domain", default=None, help="Only this subject domain.")
-@click.option("--type", "entity_type", default=None, help="Only this entity type.")
-@click.option("--limit", type=click.IntRange(1, 200), default=10, help="1-200 entities.")
-def graph_search(
-    query: str, tenant: str | None, domain: str | None, entity_type: str | None, limit: int
-) -> None:
-    """Entities by name, then by what their observations say (a running server answers)."""
-    settings = command_settings()
-    query_string = {"query": query, "domain": domain, "entity_type": entity_type, "limit": limit}
-    answered = _delegated(settings, "GET", "/graph/search", tenant, query=query_string)
-    if answered is not None:
-        print_json(answered[0])
-        return
-    from app.services.graph import reads
-
-    with opened_runtime(settings) as (elephant, default):
-        print_json(
-            reads.search_nodes(
-                elephant, tenant or default, query, domain=domain, entity_type=entity_type,
-                limit=limit,
-            ).to_dict()
-        )  # fmt: skip
-
-
-@graph.command(name="open")
-@click.argument("names", nargs=-1, required=True)
-@tenant_option()
-def graph_open(names: tuple[str, ...], tenant: str | None) -> None:
-    """Entities with their active observations and current relations."""
-    from app.services.graph import reads
-
-    with opened_runtime() as (elephant, default):
-        print_json(reads.open_nodes(elephant, tenant or default, list(names)).to_dict())
-
-
-@graph.command(name="show")
-@tenant_option()
-@click.option("--offset", type=click.IntRange(0), default=0, help="Entities to skip.")
-@click.option("--limit", type=click.IntRange(1, 200), default=50, help="Entities per page.")
-@click.option("--full", is_flag=True, help="Observations and relations, not just counts.")
-def graph_show(tenant: str | None, offset: int, limit: int, full: bool) -> None:
-    """One page of the graph in name order."""
-    from app.services.graph import reads
-
-    with opened_runtime() as (elephant, default):
-        print_json(
-            reads.read_graph(
-                elephant, tenant or default, offset=offset, limit=limit, summary=not full
-            ).to_dict()
-        )
-
-
-@graph.command(name="record")
-@click.argument("path", type=click.File("r"))
-@tenant_option()
-def graph_record(path: Any, tenant: str | None) -> None:
-    """Record {entities, relations, observations} from a JSON file ('-': stdin), all or nothing."""
-    from app.services.graph import operations
-    from app.services.graph.models import RecordIn
-
-    request = RecordIn.model_validate_json(path.read())
-    with opened_runtime() as (elephant, default):
-        print_json(operations.record(elephant, tenant or default, request).to_dict())
-
-
-@graph.command(name="migrate")
-@click.option(
-    "--to",
-    "target",
-    type=click.Choice(["relational", "age"]),
-    required=True,
-    help="The backend to copy into (from the other one).",
-)
-@tenant_option("Only this tenant (default: every tenant).")
-def graph_migrate(target: str, tenant: str | None) -> None:
-    """Copy the graph between Apache AGE and the relational tables (idempotent, a
-    transaction per tenant); then set graph.backend to the target to use it."""
-    from app.services.graph import transfer
-    from app.services.graph.backend import Backend
-
-    backend: Backend = "age" if target == "age" else "relational"
-    with opened_runtime() as (elephant, _default):
-        report = transfer.migrate_graph(elephant, backend, tenant)
-    print_json(report)
-    click.echo(
-        f"copied {report.entities_copied} entities and {report.relations_copied} relations "
-        f"from {report.source} into {report.target}; set graph.backend = {report.target} "
-        "(ELEPHANT_GRAPH_BACKEND) to use it",
-        err=True,
-    )
-
-
-@main.group()
-def keys() -> None:
-    """API keys for REST and MCP over HTTP (shown once, stored as a hash)."""
-
-
-@contextmanager
-def _database() -> Iterator[Database]:
-    """The database alone (no models): key and audit commands start fast."""
-    from app.db import Database
-
-    db = Database(command_settings())
-    try:
-        db.open()
-        yield db
-    finally:
-        db.close()
-
-
-@keys.command("create")
-@tenant_option("The tenant the key acts for.")
-@click.option("--all-tenants", is_flag=True, help="An admin key that names a tenant per request.")
-@click.option("--scopes", default="read,write", show_default=True, help="read, write, admin.")
-@click.option("--name", default="", help="What the key is for.")
-@click.option("--expires-in-days", type=float, default=None, help="Days until it expires.")
-def keys_create(
-    tenant: str | None,
-    all_tenants: bool,
-    scopes: str,
-    name: str,
-    expires_in_days: float | None,
-) -> None:
-    """Create a key and print it once (JSON); only its prefix and hash are stored."""
-    from app.services.access import keys as key_service
-
-    request = key_service.KeyIn.model_validate(
-        {
-            "tenant": tenant,
-            "all_tenants": all_tenants,
-            "scopes": key_service.parse_scopes(scopes),
-            "name": name,
-            "expires_in_days": expires_in_days,
-        }
-    )
-    with _database() as db:
-        print_json(key_service.create_key(db, request))
-
-
-@keys.command("list")
-@tenant_option("Only this tenant's keys.")
-@click.option("--revoked", is_flag=True, help="Include revoked keys.")
-def keys_list(tenant: str | None, revoked: bool) -> None:
-    """Keys with their tenant, scopes, creation, last use, expiry (never the secret)."""
-    from app.services.access import keys as key_service
-
-    with _database() as db:
-        found = key_service.list_keys(db, tenant=tenant, include_revoked=revoked)
-        print_json(found)
-
-
-@keys.command("revoke")
-@click.argument("prefix")
-def keys_revoke(prefix: str) -> None:
-    """Revoke a key by its prefix (or the whole key); it stops working at once."""
-    from app.services.access import keys as key_service
-
-    with _database() as db:
-        print_json(key_service.revoke_key(db, prefix, tenant=None))
-
-
-@main.command("audit")
-@tenant_option("Only this tenant's entries.")
-@click.option("--limit", type=click.IntRange(1, 10000), default=50, help="Entries, newest first.")
-def audit_command(tenant: str | None, limit: int) -> None:
-    """The audit log: admin actions, keys, denied requests, erasures."""
-    from app.services.access import audit
-
-    with _database() as db:
-        print_json(audit.entries(db, tenant=tenant, limit=limit))
-
-
-@main.command("erase")
-@tenant_option("Tenant (default: tenant.default; --all needs it).")
-@click.option("--all", "whole", is_flag=True, help="The whole tenant: rows, graph, API keys.")
-@click.option("--subject", default=None, help="A person or entity: everything naming them.")
-@click.option("--alias", "aliases", multiple=True, help="Another name of the subject (repeat).")
-@click.option("--conversation", default=None, help="A conversation: your id for it or its uuid.")
-@click.option("--source", default=None, help="Every memory, fact, conversation of a source.")
-@click.option("--memory", "memory_ids", multiple=True, help="A memory id (repeat).")
-@click.option("--fact", "fact_ids", multiple=True, help="A fact id (repeat).")
-@click.option("--dry-run", is_flag=True, help="Report what would be removed; remove nothing.")
-@click.option("--yes", is_flag=True, help="Confirm erasing a whole tenant.")
-def erase_command(
-    tenant: str | None,
-    whole: bool,
-    subject: str | None,
-    aliases: tuple[str, ...],
-    conversation: str | None,
-    source: str | None,
-    memory_ids: tuple[str, ...],
-    fact_ids: tuple[str, ...],
-    dry_run: bool,
-    yes: bool,
-) -> None:
-    """Erase a subject, conversation, source, rows or a whole tenant; prints the report."""
-    from app.services.access.erasure import EraseIn, erase
-
-    request = EraseIn.model_validate(
-        {
-            "tenant": whole,
-            "subject": subject,
-            "aliases": list(aliases),
-            "conversation_id": conversation,
-            "source": source,
-            "memory_ids": list(memory_ids),
-            "fact_ids": list(fact_ids),
-            "dry_run": dry_run,
-        }
-    )
-    if whole and tenant is None:
-        raise InvalidInput("--all erases a whole tenant: name it with --tenant")
-    if whole and not dry_run and not yes:
-        raise InvalidInput(
-            f"erasing tenant {tenant} removes all of it for good: add --yes "
-            "(see what would go with --dry-run)"
-        )
-    with opened_runtime() as (elephant, default):
-        print_json(erase(elephant, tenant or default, request))
 
 
 @main.group()
@@ -688,8 +443,14 @@ def embedded_stop() -> None:
     click.echo("stopped")
 
 
+from app.cli_access import audit_command, erase_command, keys  # noqa: E402  (registered last)
+from app.cli_graph import graph  # noqa: E402  (registered last)
 from app.cli_maintain import maintain  # noqa: E402  (registered last: it reads this module)
 
+main.add_command(graph)
+main.add_command(keys)
+main.add_command(audit_command)
+main.add_command(erase_command)
 main.add_command(maintain)
 
 from app.cli_transfer import export_command, import_command  # noqa: E402  (registered last)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import click
 
+from app.cli_support import tenant_option
+
 if TYPE_CHECKING:
     from app.services.runtime import Elephant
 
@@ -50,9 +52,7 @@ def _kind_options(func: F) -> F:
         "--dry-run", is_flag=True, help="Report what would change; change nothing."
     )(func)
     func = click.option("--all", "every", is_flag=True, help="Every tenant.")(func)
-    return click.option(
-        "--tenant", metavar="TENANT", default=None, help="Tenant (default: tenant.default)."
-    )(func)
+    return tenant_option()(func)
 
 
 def _run(kind: str, tenant: str | None, every: bool, dry_run: bool) -> None:

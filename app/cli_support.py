@@ -1,19 +1,26 @@
 """What every ``elephant`` command module shares: its settings (with logging set up),
-the runtime it opens, and JSON output. Kept apart from app/cli.py so command modules
-(app/cli_maintain.py, app/cli_transfer.py) use it without importing the command group."""
+the runtime it opens, the one ``--tenant`` option, the running server's answer and JSON
+output. Kept apart from app/cli.py so command modules (app/cli_graph.py,
+app/cli_access.py, app/cli_maintain.py, app/cli_transfer.py) use it without importing the
+command group."""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from app.config import Settings, load_settings
 from app.logs import configure_logging
+
+if TYPE_CHECKING:
+    from app.services.ops.server_link import QueryParams
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def command_settings(*, serving: bool = False) -> Settings:
@@ -29,6 +36,12 @@ def command_settings(*, serving: bool = False) -> Settings:
         root = logging.getLogger()
         root.setLevel(max(root.level, logging.WARNING))
     return settings
+
+
+def tenant_option(meaning: str = "Tenant (default: tenant.default).") -> Callable[[F], F]:
+    """``--tenant TENANT``, one spelling on every command; ``meaning`` is its help there
+    (the tenant a command acts for, a filter, the tenant a new key serves)."""
+    return click.option("--tenant", metavar="TENANT", default=None, help=meaning)
 
 
 @contextmanager
@@ -55,3 +68,20 @@ def json_default(value: Any) -> Any:
     from app.services.common.jsonable import default
 
     return default(value)
+
+
+def delegated(
+    settings: Settings,
+    method: str,
+    path: str,
+    tenant: str | None,
+    *,
+    body: Any = None,
+    query: QueryParams | None = None,
+) -> tuple[Any] | None:
+    """The running server's answer (a 1-tuple), or None: no server for this database."""
+    from app.services.ops import server_link
+
+    return server_link.delegate(
+        settings, method, path, tenant=tenant or settings.tenant.default, body=body, query=query
+    )

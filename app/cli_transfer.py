@@ -14,15 +14,12 @@ from pathlib import Path
 
 import click
 
+from app.cli_support import tenant_option
 from app.errors import InvalidInput
-
-TENANT_METAVAR = "TENANT"
 
 
 @click.command("export")
-@click.option(
-    "--tenant", metavar=TENANT_METAVAR, default=None, help="Tenant (default: tenant.default)."
-)
+@tenant_option()
 @click.option(
     "--out",
     metavar="FILE",
@@ -94,12 +91,7 @@ def export_command(
     metavar="FILE",
     type=click.Path(exists=True, dir_okay=False, allow_dash=True, path_type=Path),
 )
-@click.option(
-    "--tenant",
-    metavar=TENANT_METAVAR,
-    default=None,
-    help="Tenant to import into, which must be empty (default: the file's tenant).",
-)
+@tenant_option("Tenant to import into, which must be empty (default: the file's tenant).")
 @click.option(
     "--new-ids",
     is_flag=True,
