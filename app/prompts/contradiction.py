@@ -6,15 +6,11 @@ A yes supersedes the older fact (its validity ends), so the prompt insists on
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel, ConfigDict, Field
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from app.prompts.gate import quote_data
+from app.prompts.gate import Reason, quote_data
 
 VERSION = "contradiction-v1"
-
-REASON_MAX_CHARS = 300
 
 SYSTEM = """\
 You compare two facts from a memory store about the same subject and decide whether the \
@@ -43,14 +39,7 @@ class ContradictionAnswer(BaseModel):
 
     contradicts: bool
     confidence: float = Field(ge=0, le=1)
-    reason: str = Field(max_length=REASON_MAX_CHARS)
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _clip_reason(cls, value: Any) -> Any:
-        if isinstance(value, str) and len(value) > REASON_MAX_CHARS:
-            return value[: REASON_MAX_CHARS - 3] + "..."
-        return value
+    reason: Reason
 
 
 def build_prompt(subject: str | None, older: str, newer: str) -> str:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 VERSION = "gate-v1"
 
@@ -39,6 +39,18 @@ decisions. Low: vague, generic or chit-chat statements.
 reason: one short sentence (at most 300 characters) explaining the scores."""
 
 
+def _clip_reason(value: Any) -> Any:
+    # A long-winded reason is not worth a retry.
+    if isinstance(value, str) and len(value) > REASON_MAX_CHARS:
+        return value[: REASON_MAX_CHARS - 3] + "..."
+    return value
+
+
+Reason = Annotated[str, BeforeValidator(_clip_reason), Field(max_length=REASON_MAX_CHARS)]
+"""A model's one-sentence reason: one longer than REASON_MAX_CHARS is cut (ending in
+'...'), not refused; every prompt's answer model uses it."""
+
+
 class GateScores(BaseModel):
     """The model's verdict; the gate combines it with novelty into the admission score."""
 
@@ -46,15 +58,7 @@ class GateScores(BaseModel):
 
     relevance: float = Field(ge=0, le=10)
     specificity: float = Field(ge=0, le=10)
-    reason: str = Field(max_length=REASON_MAX_CHARS)
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _clip_reason(cls, value: Any) -> Any:
-        # A long-winded reason is not worth a retry.
-        if isinstance(value, str) and len(value) > REASON_MAX_CHARS:
-            return value[: REASON_MAX_CHARS - 3] + "..."
-        return value
+    reason: Reason
 
 
 # A "<" that could start or close a tag ("</memory>", "<system>", "<!--"); "x < 5" stays.
