@@ -279,6 +279,23 @@ def _series_group(name: str, marks: Sequence[Markup]) -> Markup:
     )
 
 
+def _span(rows: Sequence[Sequence[float]]) -> tuple[float, float]:
+    """The values an axis must reach: every value, and 0."""
+    return min(0.0, *(min(row) for row in rows)), max(0.0, *(max(row) for row in rows))
+
+
+def _paint(index: int) -> tuple[str, str]:
+    """The ``index``-th series' colour and its class (``series-N``)."""
+    return PALETTE[index % len(PALETTE)], f"series-{index % len(PALETTE)}"
+
+
+def _tip(label: str, one: Series, value: float, unit: str) -> Markup:
+    """A mark's tooltip: the label, the series and its value."""
+    return Markup("<title>{label} · {name}: {value}{unit}</title>").format(
+        label=label, name=one.name, value=exact(value), unit=f" {unit}" if unit else ""
+    )
+
+
 def line_chart(
     labels: Sequence[str],
     series: Sequence[Series],
@@ -300,8 +317,7 @@ def line_chart(
         return _empty(ident, title, "line-chart", empty_message)
     rows = [_clean(one.values, len(labels)) for one in series]
     legend, legend_height = _legend(series)
-    low = min(0.0, *(min(row) for row in rows))
-    high = max(0.0, *(max(row) for row in rows))
+    low, high = _span(rows)
     ticks = nice_ticks(low, high, integer=integer)
     frame = _frame(legend_height, ticks[0], ticks[-1])
     count = len(labels)
@@ -313,8 +329,7 @@ def line_chart(
     parts = [_open(ident, title, text, "line-chart"), legend, _axes(frame, ticks, labels, xs)]
     base = frame.y(max(frame.low, 0.0))
     for index, (one, row) in enumerate(zip(series, rows, strict=True)):
-        colour = PALETTE[index % len(PALETTE)]
-        colour_class = f"series-{index % len(PALETTE)}"
+        colour, colour_class = _paint(index)
         points = [(xs[i], frame.y(value)) for i, value in enumerate(row)]
         line = " ".join(
             f"{'M' if i == 0 else 'L'}{_n(x)} {_n(y)}" for i, (x, y) in enumerate(points)
@@ -340,17 +355,14 @@ def line_chart(
             marks.append(
                 Markup(
                     '<circle class="point {c}" cx="{x}" cy="{y}" r="{r}" fill="{colour}">'
-                    "<title>{label} · {name}: {value}{unit}</title></circle>"
+                    "{tip}</circle>"
                 ).format(
                     c=colour_class,
                     x=_n(x),
                     y=_n(y),
                     r=radius,
                     colour=colour,
-                    label=label,
-                    name=one.name,
-                    value=exact(value),
-                    unit=f" {unit}" if unit else "",
+                    tip=_tip(label, one, value, unit),
                 )
             )
         parts.append(_series_group(one.name, marks))
@@ -382,8 +394,7 @@ def bar_chart(
         rows = [[max(value, 0.0) for value in row] for row in rows]
         low, high = 0.0, max(sum(column) for column in zip(*rows, strict=True))
     else:
-        low = min(0.0, *(min(row) for row in rows))
-        high = max(0.0, *(max(row) for row in rows))
+        low, high = _span(rows)
     legend, legend_height = _legend(series)
     ticks = nice_ticks(low, high, integer=integer)
     frame = _frame(legend_height, ticks[0], ticks[-1])
@@ -397,8 +408,7 @@ def bar_chart(
     zero = frame.y(max(frame.low, 0.0))
     tops = [0.0] * len(labels)
     for index, (one, row) in enumerate(zip(series, rows, strict=True)):
-        colour = PALETTE[index % len(PALETTE)]
-        colour_class = f"series-{index % len(PALETTE)}"
+        colour, colour_class = _paint(index)
         marks: list[Markup] = []
         for position, (label, value) in enumerate(zip(labels, row, strict=True)):
             if value == 0:
@@ -414,7 +424,7 @@ def bar_chart(
             marks.append(
                 Markup(
                     '<rect class="bar {c}" x="{x}" y="{y}" width="{w}" height="{h}" '
-                    'fill="{colour}"><title>{label} · {name}: {value}{unit}</title></rect>'
+                    'fill="{colour}">{tip}</rect>'
                 ).format(
                     c=colour_class,
                     x=_n(x),
@@ -422,10 +432,7 @@ def bar_chart(
                     w=_n(max(width - 1, 1)),
                     h=_n(max(y_bottom - y_top, 0.5)),
                     colour=colour,
-                    label=label,
-                    name=one.name,
-                    value=exact(value),
-                    unit=f" {unit}" if unit else "",
+                    tip=_tip(label, one, value, unit),
                 )
             )
         parts.append(_series_group(one.name, marks))
