@@ -8,6 +8,7 @@ everyone else their count.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated
 
 from litestar import get
@@ -38,22 +39,27 @@ def _days(value: str | None) -> int:
 
 def growth_charts(days: list[GrowthDay]) -> dict[str, Markup]:
     labels = [day.day.isoformat() for day in days]
+
+    def memories_and_facts(
+        suffix: str, memories: Callable[[GrowthDay], int], facts: Callable[[GrowthDay], int]
+    ) -> list[Series]:
+        """The two series of a growth chart: a count of memories and of facts, by day."""
+        return [
+            Series(f"memories{suffix}", [memories(day) for day in days]),
+            Series(f"facts{suffix}", [facts(day) for day in days]),
+        ]
+
+    stored = memories_and_facts("", lambda day: day.memories_total, lambda day: day.facts_total)
+    added = memories_and_facts(
+        " added", lambda day: day.memories_added, lambda day: day.facts_added
+    )
     return {
         "stored": line_chart(
-            labels,
-            [
-                Series("memories", [day.memories_total for day in days]),
-                Series("facts", [day.facts_total for day in days]),
-            ],
-            title="Memories and facts stored, by day",
-            ident="chart-stored",
+            labels, stored, title="Memories and facts stored, by day", ident="chart-stored"
         ),
         "added": bar_chart(
             labels,
-            [
-                Series("memories added", [day.memories_added for day in days]),
-                Series("facts added", [day.facts_added for day in days]),
-            ],
+            added,
             title="Memories and facts added per day",
             ident="chart-added",
             stacked=False,
