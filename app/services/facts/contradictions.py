@@ -9,6 +9,7 @@ the other. Nothing is deleted.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,7 +20,7 @@ from app.providers.embedder import Vectors
 from app.providers.llm import LLMError
 from app.services.common import paging
 from app.services.facts.contradiction_rules import offline_contradiction
-from app.services.ops.usage import record_usage
+from app.services.ops.usage import complete_recorded
 from app.services.runtime import Elephant
 
 
@@ -88,18 +89,17 @@ def _judge(
 ) -> tuple[bool, float, str, str]:
     llm = elephant.llm
     if llm is not None:
-        try:
-            result = llm.complete_json(
+        with contextlib.suppress(LLMError):  # recorded; the offline rules decide
+            answer = complete_recorded(
+                llm,
+                conn,
+                tenant,
+                "contradiction",
                 system=contradiction_prompt.SYSTEM,
                 prompt=contradiction_prompt.build_prompt(subject, older, newer),
                 schema=contradiction_prompt.ContradictionAnswer,
                 max_tokens=300,
-            )
-        except LLMError as exc:
-            record_usage(conn, tenant, "contradiction", exc.usage, ok=False, error=exc.message)
-        else:
-            record_usage(conn, tenant, "contradiction", result.usage, ok=True)
-            answer = result.value
+            ).value
             return answer.contradicts, answer.confidence, answer.reason, elephant.scorer_name
     verdict = offline_contradiction(subject, older, newer)
     detector = "offline" if llm is None else "offline (llm fallback)"

@@ -23,7 +23,7 @@ from app.providers.llm import LLMError
 from app.services.common.text import preview
 from app.services.gate.scoring import offline_scores
 from app.services.ops import metrics
-from app.services.ops.usage import record_usage
+from app.services.ops.usage import complete_recorded
 from app.services.runtime import Elephant
 
 Decision = Literal["accepted", "rejected", "forced", "duplicate"]
@@ -166,14 +166,17 @@ def _score(
     llm = elephant.llm
     if llm is not None:
         try:
-            result = llm.complete_json(
+            scores = complete_recorded(
+                llm,
+                conn,
+                tenant,
+                "gate",
                 system=gate_prompt.SYSTEM,
                 prompt=gate_prompt.build_prompt(text),
                 schema=gate_prompt.GateScores,
                 max_tokens=300,
-            )
+            ).value
         except LLMError as exc:
-            record_usage(conn, tenant, "gate", exc.usage, ok=False, error=exc.message)
             fallback = offline_scores(text)
             return (
                 fallback.relevance,
@@ -181,8 +184,6 @@ def _score(
                 fallback.reason,
                 f"offline (fallback: {llm.provider} failed: {preview(exc.message, 120)})",
             )
-        record_usage(conn, tenant, "gate", result.usage, ok=True)
-        scores = result.value
         return scores.relevance, scores.specificity, scores.reason, elephant.scorer_name
     offline = offline_scores(text)
     return offline.relevance, offline.specificity, offline.reason, "offline"

@@ -21,7 +21,7 @@ from app.prompts import reflect as reflect_prompt
 from app.prompts.reflect import Route
 from app.providers.llm import LLMError
 from app.services.common.inputs import NonBlank
-from app.services.ops.usage import record_usage
+from app.services.ops.usage import complete_recorded
 from app.services.retrieval.schemas import SearchFilters, SearchHit, SearchRequest
 from app.services.retrieval.search import search
 from app.services.runtime import Elephant
@@ -164,18 +164,20 @@ def reflect(elephant: Elephant, tenant: str, request: ReflectIn) -> Reflection:
         )
     with elephant.db.tenant(tenant) as conn:
         try:
-            reply = llm.complete_json(
+            reply = complete_recorded(
+                llm,
+                conn,
+                tenant,
+                "reflect",
                 system=reflect_prompt.SYSTEM[route],
                 prompt=reflect_prompt.build_prompt(request.query, block),
                 schema=reflect_prompt.Answer,
                 max_tokens=800,
             )
         except LLMError as exc:
-            record_usage(conn, tenant, "reflect", exc.usage, ok=False, error=exc.message)
             return msgspec.structs.replace(
                 result, note=f"LLM unavailable ({exc.message}): returning the top sources"
             )
-        record_usage(conn, tenant, "reflect", reply.usage, ok=True)
     valid = {source.n for source in sources}
     cited = [n for n in dict.fromkeys(reply.value.citations) if n in valid]
     cited += [
