@@ -9,12 +9,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, get
-from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 
 from app.api.params import Cursor, PageLimit
+from app.api.routes import Runtime, Tenant, route
 from app.services.memory import transcripts
-from app.services.runtime import Elephant
 from app.web.route_access import READ
 
 Source = Annotated[
@@ -33,16 +32,11 @@ ConversationRef = Annotated[
 class ConversationsController(Controller):
     tags = ["conversations"]
 
-    @get(
-        "/conversations",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="Conversations, newest first, paged",
-    )
+    @route(get, "/conversations", READ, "Conversations, newest first, paged")
     def list_conversations(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         source: Source = None,
         limit: PageLimit = 50,
         cursor: Cursor = None,
@@ -51,25 +45,22 @@ class ConversationsController(Controller):
             elephant, tenant, source=source, limit=limit, cursor=cursor
         )
 
-    @get(
+    @route(
+        get,
         "/conversations/{conversation_id:str}",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="One conversation: every turn, its windows with the gate's decisions, handoffs",
+        READ,
+        "One conversation: every turn, its windows with the gate's decisions, handoffs",
     )
     def get_conversation(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        conversation_id: ConversationRef,
+        self, tenant: Tenant, elephant: Runtime, conversation_id: ConversationRef
     ) -> transcripts.Transcript:
         return transcripts.get_transcript(elephant, tenant, conversation_id)
 
-    @get("/handoffs", sync_to_thread=True, opt=READ.opt, summary="Session handoffs, newest first")
+    @route(get, "/handoffs", READ, "Session handoffs, newest first")
     def list_handoffs(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         project: Annotated[
             str | None, Parameter(min_length=1, max_length=200, description="Only this project.")
         ] = None,

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, QueryParameter
 
 from app.api.params import Cursor, DeprecatedQ, QueryText, one_query
+from app.api.routes import Runtime, Tenant, route
 from app.services.graph import operations as ops
 from app.services.graph import reads
 from app.services.graph.models import (
@@ -38,7 +38,6 @@ from app.services.graph.models import (
     ReviseIn,
     RevisionResult,
 )
-from app.services.runtime import Elephant
 from app.web.route_access import ADMIN, READ, WRITE
 
 Limit = Annotated[int, Parameter(ge=1, le=reads.MAX_LIMIT, description="1-200.")]
@@ -50,170 +49,107 @@ class GraphController(Controller):
 
     # ------------------------------------------------------------ writes
 
-    @post(
-        "/record",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        summary="Entities, relations, observations: all or none",
-    )
-    def record(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[RecordIn],
-    ) -> RecordResult:
+    @route(post, "/record", WRITE, "Entities, relations, observations: all or none")
+    def record(self, tenant: Tenant, elephant: Runtime, data: JSONBody[RecordIn]) -> RecordResult:
         return ops.record(elephant, tenant, data)
 
-    @post(
-        "/decisions",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        summary="A decision with its reason and each rejected alternative",
-    )
+    @route(post, "/decisions", WRITE, "A decision with its reason and each rejected alternative")
     def record_decision(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[DecisionIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[DecisionIn]
     ) -> DecisionResult:
         return ops.record_decision(elephant, tenant, data)
 
-    @post(
+    @route(
+        post,
         "/revise",
-        sync_to_thread=True,
-        opt=WRITE.opt,
+        WRITE,
+        "Invalidate what is no longer true and link its replacement (supersedes)",
         status_code=200,
-        summary="Invalidate what is no longer true and link its replacement (supersedes)",
     )
-    def revise(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[ReviseIn],
-    ) -> RevisionResult:
+    def revise(self, tenant: Tenant, elephant: Runtime, data: JSONBody[ReviseIn]) -> RevisionResult:
         return ops.revise(elephant, tenant, data)
 
-    @post(
-        "/entities",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        summary="Create entities (existing ones are merged)",
-    )
+    @route(post, "/entities", WRITE, "Create entities (existing ones are merged)")
     def create_entities(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[EntitiesIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[EntitiesIn]
     ) -> RecordResult:
         return ops.create_entities(elephant, tenant, data.entities)
 
-    @post("/relations", sync_to_thread=True, opt=WRITE.opt, summary="Relate existing entities")
+    @route(post, "/relations", WRITE, "Relate existing entities")
     def create_relations(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[RelationsIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[RelationsIn]
     ) -> RecordResult:
         return ops.create_relations(elephant, tenant, data.relations)
 
-    @post(
-        "/observations",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        summary="Add observations to existing entities",
-    )
+    @route(post, "/observations", WRITE, "Add observations to existing entities")
     def add_observations(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[AddObservationsIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[AddObservationsIn]
     ) -> RecordResult:
         return ops.add_observations(elephant, tenant, data.observations)
 
-    @post(
+    @route(
+        post,
         "/observations/invalidate",
-        sync_to_thread=True,
-        opt=WRITE.opt,
+        WRITE,
+        "Mark observations no longer true (kept, hidden from reads)",
         status_code=200,
-        summary="Mark observations no longer true (kept, hidden from reads)",
     )
     def invalidate_observations(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[InvalidateIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[InvalidateIn]
     ) -> ObservationsInvalidated:
         return ops.invalidate_observations(elephant, tenant, data.observations, data.reason)
 
     # ------------------------------------------------------------ deletions
 
-    @post(
+    @route(
+        post,
         "/entities/delete",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
+        ADMIN,
+        "Delete entities with their relations and observations",
         status_code=200,
-        summary="Delete entities with their relations and observations",
     )
     def delete_entities(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[NamesIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[NamesIn]
     ) -> EntitiesDeleted:
         return ops.delete_entities(elephant, tenant, data.names)
 
-    @post(
+    @route(
+        post,
         "/relations/invalidate",
-        sync_to_thread=True,
-        opt=WRITE.opt,
+        WRITE,
+        "Relations no longer true: valid_to set, edges kept",
         status_code=200,
-        summary="Relations no longer true: valid_to set, edges kept",
     )
     def invalidate_relations(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[RelationRefsIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[RelationRefsIn]
     ) -> RelationsInvalidated:
         return ops.invalidate_relations(elephant, tenant, data.relations)
 
-    @post(
+    @route(
+        post,
         "/observations/delete",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
+        ADMIN,
+        "Delete observations (prefer invalidate)",
         status_code=200,
-        summary="Delete observations (prefer invalidate)",
     )
     def delete_observations(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[ObservationRefsIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[ObservationRefsIn]
     ) -> ObservationsDeleted:
         return ops.delete_observations(elephant, tenant, data.observations)
 
-    @post(
-        "/relations/delete",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
-        status_code=200,
-        summary="Delete relations",
-    )
+    @route(post, "/relations/delete", ADMIN, "Delete relations", status_code=200)
     def delete_relations(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[RelationRefsIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[RelationRefsIn]
     ) -> RelationsDeleted:
         return ops.delete_relations(elephant, tenant, data.relations)
 
     # ------------------------------------------------------------ reads
 
-    @get("/search", sync_to_thread=True, opt=READ.opt, summary="Entities matching a query, bounded")
+    @route(get, "/search", READ, "Entities matching a query, bounded")
     def search_nodes(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         query_text: QueryText = None,
         q: DeprecatedQ = None,
         domain: Annotated[str | None, Parameter(description="Only this domain.")] = None,
@@ -233,31 +169,21 @@ class GraphController(Controller):
             max_relations=max_relations,
         )
 
-    @post(
+    @route(
+        post,
         "/open",
-        sync_to_thread=True,
-        opt=READ.opt,
+        READ,
+        "Named entities with their relations and active observations",
         status_code=200,
-        summary="Named entities with their relations and active observations",
     )
-    def open_nodes(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[OpenIn],
-    ) -> OpenedNodes:
+    def open_nodes(self, tenant: Tenant, elephant: Runtime, data: JSONBody[OpenIn]) -> OpenedNodes:
         return reads.open_nodes(elephant, tenant, data.names, as_of=data.as_of)
 
-    @get(
-        "/entities",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="One page of the graph, in name order",
-    )
+    @route(get, "/entities", READ, "One page of the graph, in name order")
     def read_graph(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         offset: Annotated[
             int,
             Parameter(ge=0, le=reads.MAX_OFFSET, description="Entities to skip (prefer cursor)."),
@@ -272,16 +198,11 @@ class GraphController(Controller):
             elephant, tenant, offset=offset, limit=limit, summary=summary, cursor=cursor
         )
 
-    @get(
-        "/",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="Nodes and edges around the entities a query names",
-    )
+    @route(get, "/", READ, "Nodes and edges around the entities a query names")
     def neighbourhood(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         query_text: Annotated[
             str | None,
             QueryParameter(

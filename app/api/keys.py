@@ -9,11 +9,11 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.params import Cursor, PageLimit
+from app.api.routes import Runtime, route
 from app.errors import Forbidden
 from app.services.access import audit, keys
 from app.services.access.audit import AuditLog
 from app.services.access.keys import CreatedKey, KeyIn, KeyInfo, KeyList
-from app.services.runtime import Elephant
 from app.web.access import Access
 from app.web.route_access import ADMIN
 
@@ -26,22 +26,19 @@ MAX_OFFSET = 1_000_000  # beyond bigint an OFFSET is a database error, beyond th
 class KeysController(Controller):
     tags = ["access"]
 
-    @post("/keys", sync_to_thread=True, opt=ADMIN.opt, summary="Create an API key (shown once)")
+    @route(post, "/keys", ADMIN, "Create an API key (shown once)")
     def create_key(
-        self,
-        access: NamedDependency[Access],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[KeyIn],
+        self, access: NamedDependency[Access], elephant: Runtime, data: JSONBody[KeyIn]
     ) -> CreatedKey:
         principal = access.principal
         keys.check_grant(principal, data)
         return keys.create_key(elephant.db, data, created_by=principal.prefix or principal.name)
 
-    @get("/keys", sync_to_thread=True, opt=ADMIN.opt, summary="API keys of this tenant, paged")
+    @route(get, "/keys", ADMIN, "API keys of this tenant, paged")
     def list_keys(
         self,
         access: NamedDependency[Access],
-        elephant: NamedDependency[Elephant],
+        elephant: Runtime,
         include_revoked: Annotated[bool, Parameter(description="Revoked keys too.")] = False,
         all_tenants: Annotated[
             bool, Parameter(description="Every tenant's keys (all-tenant admin keys only).")
@@ -58,17 +55,11 @@ class KeysController(Controller):
             cursor=cursor,
         )
 
-    @post(
-        "/keys/{prefix:str}/revoke",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
-        status_code=200,
-        summary="Revoke an API key",
-    )
+    @route(post, "/keys/{prefix:str}/revoke", ADMIN, "Revoke an API key", status_code=200)
     def revoke_key(
         self,
         access: NamedDependency[Access],
-        elephant: NamedDependency[Elephant],
+        elephant: Runtime,
         prefix: Annotated[str, PathParameter(description="The key's prefix (or the key).")],
     ) -> KeyInfo:
         only = access.principal.tenant  # a tenant's admin revokes only that tenant's keys
@@ -79,11 +70,11 @@ class KeysController(Controller):
             revoked_by=access.principal.prefix or access.principal.name,
         )
 
-    @get("/audit", sync_to_thread=True, opt=ADMIN.opt, summary="Audit log, newest first, paged")
+    @route(get, "/audit", ADMIN, "Audit log, newest first, paged")
     def audit_log(
         self,
         access: NamedDependency[Access],
-        elephant: NamedDependency[Elephant],
+        elephant: Runtime,
         limit: AuditLimit = 50,
         offset: Annotated[
             int, Parameter(ge=0, le=MAX_OFFSET, description="Entries to skip (prefer cursor).")

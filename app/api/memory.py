@@ -11,6 +11,7 @@ from litestar.params import JSONBody, Parameter, PathParameter
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.params import Cursor, PageLimit
+from app.api.routes import Runtime, Tenant, route
 from app.services.access.auth import Principal
 from app.services.common.inputs import Real
 from app.services.facts import contradictions
@@ -22,7 +23,6 @@ from app.services.jobs import queue
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.feedback import FeedbackIn, FeedbackResult, give_feedback
 from app.services.memory.schemas import ConversationIn, ConversationResponse, NoteIn, NoteResponse
-from app.services.runtime import Elephant
 from app.web.route_access import ADMIN, READ, WRITE
 
 Wait = Annotated[bool, Parameter(description="Run fact extraction now and return when it is done.")]
@@ -39,79 +39,57 @@ class ThresholdIn(BaseModel):
 class MemoryController(Controller):
     tags = ["memory"]
 
-    @post(
+    @route(
+        post,
         "/commit",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        summary="Store a note (gated, deduplicated)",
+        WRITE,
+        "Store a note (gated, deduplicated)",
         responses={
             200: ResponseSpec(NoteResponse, description="Not stored: a duplicate, or rejected")
         },
     )
     def commit(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[NoteIn],
-        wait: Wait = False,
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[NoteIn], wait: Wait = False
     ) -> Response[NoteResponse]:
         result = commit_note(elephant, tenant, data, wait=wait)
         return Response(result.rounded(), status_code=201 if result.status == "stored" else 200)
 
-    @post(
+    @route(
+        post,
         "/commit_conversation",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        summary="Store a conversation: raw turns plus gated, overlapping windows",
+        WRITE,
+        "Store a conversation: raw turns plus gated, overlapping windows",
     )
     def commit_conversation(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[ConversationIn],
-        wait: Wait = False,
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[ConversationIn], wait: Wait = False
     ) -> ConversationResponse:
         return commit_conversation(elephant, tenant, data, wait=wait).response()
 
-    @post(
-        "/feedback",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        status_code=200,
-        summary="Mark a memory or fact",
-    )
+    @route(post, "/feedback", WRITE, "Mark a memory or fact", status_code=200)
     def feedback(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[FeedbackIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[FeedbackIn]
     ) -> FeedbackResult:
         return give_feedback(elephant, tenant, data)
 
-    @get(
-        "/amac/metrics",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="Admission gate counts and scores",
-    )
+    @route(get, "/amac/metrics", READ, "Admission gate counts and scores")
     def amac_metrics(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         recent: Annotated[int, Parameter(ge=0, le=200)] = 20,
     ) -> GateMetrics:
         return gate_log.metrics(elephant, tenant, recent)
 
-    @get(
+    @route(
+        get,
         "/amac/decisions",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="Gate decisions, newest first, paged; a rejected note's whole text included",
+        READ,
+        "Gate decisions, newest first, paged; a rejected note's whole text included",
     )
     def amac_decisions(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         decision: Annotated[
             str | None,
             Parameter(
@@ -129,11 +107,11 @@ class MemoryController(Controller):
             elephant, tenant, decision=decision, kind=kind, limit=limit, cursor=cursor
         )
 
-    @post(
+    @route(
+        post,
         "/amac/decisions/{decision_id:int}/admit",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        summary="Store a rejected note after all (forced; once: 409 when already admitted)",
+        WRITE,
+        "Store a rejected note after all (forced; once: 409 when already admitted)",
         responses={
             200: ResponseSpec(
                 gate_log.Admission, description="The text had been stored since: a duplicate"
@@ -143,52 +121,30 @@ class MemoryController(Controller):
     def amac_admit(
         self,
         principal: NamedDependency[Principal],
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         decision_id: Annotated[int, PathParameter(description="The rejected decision's id.")],
     ) -> Response[gate_log.Admission]:
         result = gate_log.admit(elephant, tenant, decision_id, actor=principal.prefix)
         return Response(result, status_code=201 if result.status == "stored" else 200)
 
-    @put(
-        "/amac/threshold",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
-        summary="Set this tenant's gate threshold",
-    )
+    @route(put, "/amac/threshold", ADMIN, "Set this tenant's gate threshold")
     def amac_threshold(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[ThresholdIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[ThresholdIn]
     ) -> GateThreshold:
         return set_threshold(elephant, tenant, data.threshold)
 
-    @get(
-        "/contradictions",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="Detected contradictions, newest first, paged",
-    )
+    @route(get, "/contradictions", READ, "Detected contradictions, newest first, paged")
     def contradictions(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        limit: PageLimit = 50,
-        cursor: Cursor = None,
+        self, tenant: Tenant, elephant: Runtime, limit: PageLimit = 50, cursor: Cursor = None
     ) -> ContradictionList:
         return contradictions.recent(elephant, tenant, limit, cursor)
 
-    @get(
-        "/jobs",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
-        summary="The tenant's background jobs (failures stay), newest first, paged",
-    )
+    @route(get, "/jobs", ADMIN, "The tenant's background jobs (failures stay), newest first, paged")
     def jobs(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         status: Annotated[str | None, Parameter(pattern="^(queued|running|done|failed)$")] = None,
         limit: PageLimit = 50,
         cursor: Cursor = None,

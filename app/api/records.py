@@ -12,12 +12,12 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.params import Cursor
+from app.api.routes import Runtime, Tenant, route
 from app.services.access.auth import Principal
 from app.services.access.erasure import EraseIn, ErasureReport, erase
 from app.services.common.inputs import parse_instant
 from app.services.facts import history as fact_history
 from app.services.memory import records
-from app.services.runtime import Elephant
 from app.web.route_access import ADMIN, READ, WRITE
 
 Limit = Annotated[int, Parameter(ge=1, le=records.MAX_LIMIT, description="1-200 per page.")]
@@ -32,29 +32,29 @@ Source = Annotated[str | None, Parameter(min_length=1, max_length=100, descripti
 class RecordsController(Controller):
     tags = ["records"]
 
-    @post(
+    @route(
+        post,
         "/erase",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
+        ADMIN,
+        "Erase a subject, conversation, source, rows or the whole tenant (dry_run first)",
         status_code=200,
-        summary="Erase a subject, conversation, source, rows or the whole tenant (dry_run first)",
     )
     def erase(
         self,
         principal: NamedDependency[Principal],
-        elephant: NamedDependency[Elephant],
-        tenant: NamedDependency[str],
+        elephant: Runtime,
+        tenant: Tenant,
         data: JSONBody[EraseIn],
     ) -> ErasureReport:
         return erase(elephant, tenant, data, actor=principal.prefix)
 
     # ------------------------------------------------------------ memories
 
-    @get("/memories", sync_to_thread=True, opt=READ.opt, summary="Memories, newest first, paged")
+    @route(get, "/memories", READ, "Memories, newest first, paged")
     def list_memories(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         kind: Annotated[records.MemoryKind | None, Parameter(description="note or window.")] = None,
         source: Source = None,
         conversation: Annotated[
@@ -75,59 +75,51 @@ class RecordsController(Controller):
             cursor=cursor,
         )
 
-    @get(
-        "/memories/{memory_id:uuid}",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="One memory with its facts count",
-    )
+    @route(get, "/memories/{memory_id:uuid}", READ, "One memory with its facts count")
     def get_memory(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        memory_id: MemoryId,
+        self, tenant: Tenant, elephant: Runtime, memory_id: MemoryId
     ) -> records.MemoryRecord:
         return records.get_memory(elephant, tenant, memory_id)
 
-    @patch(
+    @route(
+        patch,
         "/memories/{memory_id:uuid}",
-        sync_to_thread=True,
-        opt=WRITE.opt,
-        summary="Change a memory's importance, source or metadata (its text is evidence: "
+        WRITE,
+        "Change a memory's importance, source or metadata (its text is evidence: "
         "commit a correction instead)",
     )
     def update_memory(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         memory_id: MemoryId,
         data: JSONBody[records.MemoryPatch],
     ) -> records.MemoryRecord:
         return records.update_memory(elephant, tenant, memory_id, data)
 
-    @delete(
+    @route(
+        delete,
         "/memories/{memory_id:uuid}",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
+        ADMIN,
+        "Delete a memory and what was derived from it; returns the erasure report",
         status_code=200,
-        summary="Delete a memory and what was derived from it; returns the erasure report",
     )
     def delete_memory(
         self,
         principal: NamedDependency[Principal],
-        elephant: NamedDependency[Elephant],
-        tenant: NamedDependency[str],
+        elephant: Runtime,
+        tenant: Tenant,
         memory_id: MemoryId,
     ) -> ErasureReport:
         return records.delete_memory(elephant, tenant, memory_id, actor=principal.prefix)
 
     # ------------------------------------------------------------ facts
 
-    @get("/facts", sync_to_thread=True, opt=READ.opt, summary="Facts, newest first, paged")
+    @route(get, "/facts", READ, "Facts, newest first, paged")
     def list_facts(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         status: Annotated[
             records.FactStatus | None, Parameter(description="active, superseded or retracted.")
         ] = None,
@@ -166,35 +158,33 @@ class RecordsController(Controller):
             cursor=cursor,
         )
 
-    @get("/facts/{fact_id:uuid}", sync_to_thread=True, opt=READ.opt, summary="One fact")
-    def get_fact(
-        self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant], fact_id: FactId
-    ) -> records.FactRecord:
+    @route(get, "/facts/{fact_id:uuid}", READ, "One fact")
+    def get_fact(self, tenant: Tenant, elephant: Runtime, fact_id: FactId) -> records.FactRecord:
         return records.get_fact(elephant, tenant, fact_id)
 
-    @get(
+    @route(
+        get,
         "/facts/{fact_id:uuid}/history",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="A fact's timeline: validity, what it replaced, what replaced it, and why",
+        READ,
+        "A fact's timeline: validity, what it replaced, what replaced it, and why",
     )
     def get_fact_history(
-        self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant], fact_id: FactId
+        self, tenant: Tenant, elephant: Runtime, fact_id: FactId
     ) -> fact_history.FactHistory:
         return fact_history.history(elephant, tenant, fact_id)
 
-    @delete(
+    @route(
+        delete,
         "/facts/{fact_id:uuid}",
-        sync_to_thread=True,
-        opt=ADMIN.opt,
+        ADMIN,
+        "Delete a fact with its links; returns the erasure report",
         status_code=200,
-        summary="Delete a fact with its links; returns the erasure report",
     )
     def delete_fact(
         self,
         principal: NamedDependency[Principal],
-        elephant: NamedDependency[Elephant],
-        tenant: NamedDependency[str],
+        elephant: Runtime,
+        tenant: Tenant,
         fact_id: FactId,
     ) -> ErasureReport:
         return records.delete_fact(elephant, tenant, fact_id, actor=principal.prefix)

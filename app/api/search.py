@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 from pydantic import Field
 
 from app.api.params import DeprecatedQ, QueryText, one_query
+from app.api.routes import Runtime, Tenant, route
 from app.db.replicas import Consistency
 from app.services.common.inputs import NonBlank
 from app.services.ops.stats import StatsReport, stats
@@ -21,7 +21,6 @@ from app.services.retrieval.proactive import ProactiveIn, Suggestions, proactive
 from app.services.retrieval.reflect import ReflectIn, Reflection, reflect
 from app.services.retrieval.schemas import SearchFilters, SearchRequest, SearchResponse
 from app.services.retrieval.search import search
-from app.services.runtime import Elephant
 from app.web.route_access import READ
 
 
@@ -45,16 +44,11 @@ class ReflectBody(ReflectIn):
 class SearchController(Controller):
     tags = ["search"]
 
-    @get(
-        "/search",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="Hybrid search (short queries; POST for long)",
-    )
+    @route(get, "/search", READ, "Hybrid search (short queries; POST for long)")
     def search_get(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         query_text: QueryText = None,
         q: DeprecatedQ = None,
         limit: Annotated[int | None, Parameter(ge=1, le=200, description="1-200.")] = None,
@@ -79,52 +73,22 @@ class SearchController(Controller):
         )
         return search(elephant, tenant, body).response()
 
-    @post("/search", sync_to_thread=True, opt=READ.opt, status_code=200, summary="Hybrid search")
+    @route(post, "/search", READ, "Hybrid search", status_code=200)
     def search_post(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[SearchRequest],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[SearchRequest]
     ) -> SearchResponse:
         return search(elephant, tenant, data).response()
 
-    @get(
-        "/stats",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="Counts by kind and source, sizes, index state",
-    )
-    def stats(
-        self, tenant: NamedDependency[str], elephant: NamedDependency[Elephant]
-    ) -> StatsReport:
+    @route(get, "/stats", READ, "Counts by kind and source, sizes, index state")
+    def stats(self, tenant: Tenant, elephant: Runtime) -> StatsReport:
         return stats(elephant, tenant)
 
-    @post(
-        "/proactive",
-        sync_to_thread=True,
-        opt=READ.opt,
-        status_code=200,
-        summary="Memories worth raising now",
-    )
+    @route(post, "/proactive", READ, "Memories worth raising now", status_code=200)
     def proactive(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[ProactiveIn],
+        self, tenant: Tenant, elephant: Runtime, data: JSONBody[ProactiveIn]
     ) -> Suggestions:
         return proactive(elephant, tenant, data)
 
-    @post(
-        "/reflect",
-        sync_to_thread=True,
-        opt=READ.opt,
-        status_code=200,
-        summary="Answer from memory, cited",
-    )
-    def reflect(
-        self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
-        data: JSONBody[ReflectBody],
-    ) -> Reflection:
+    @route(post, "/reflect", READ, "Answer from memory, cited", status_code=200)
+    def reflect(self, tenant: Tenant, elephant: Runtime, data: JSONBody[ReflectBody]) -> Reflection:
         return reflect(elephant, tenant, data.request())

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, get, post
-from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter
 
+from app.api.routes import Runtime, Tenant, route
 from app.services.memory.sessions import (
     Handoff,
     SessionClosed,
@@ -15,24 +15,23 @@ from app.services.memory.sessions import (
     close_session,
     get_handoff,
 )
-from app.services.runtime import Elephant
 from app.web.route_access import READ, WRITE
 
 
 class SessionsController(Controller):
     tags = ["sessions"]
 
-    @post(
+    @route(
+        post,
         "/sessions/close",
-        sync_to_thread=True,
-        opt=WRITE.opt,
+        WRITE,
+        "Store a session's transcript, extract facts, write its handoff",
         status_code=201,
-        summary="Store a session's transcript, extract facts, write its handoff",
     )
     def close(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         data: JSONBody[SessionCloseIn],
         wait: Annotated[
             bool, Parameter(description="Run fact extraction now (default) or leave it queued.")
@@ -40,11 +39,11 @@ class SessionsController(Controller):
     ) -> SessionClosed:
         return close_session(elephant, tenant, data, wait=wait)
 
-    @get("/handoff", sync_to_thread=True, opt=READ.opt, summary="The latest handoff of a project")
+    @route(get, "/handoff", READ, "The latest handoff of a project")
     def handoff(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         project: Annotated[str, Parameter(min_length=1, max_length=200, description="Project.")],
     ) -> Handoff:
         return get_handoff(elephant, tenant, project)

@@ -5,22 +5,21 @@ from __future__ import annotations
 from typing import Annotated
 
 from litestar import Controller, get
-from litestar.di import NamedDependency
 from litestar.params import Parameter
 
+from app.api.routes import Runtime, Tenant, route
 from app.services.ops.overview import MAX_DAYS, UsageReport, usage_report
-from app.services.runtime import Elephant
 from app.web.route_access import READ
 
 
 class UsageController(Controller):
     tags = ["usage"]
 
-    @get(
+    @route(
+        get,
         "/usage",
-        sync_to_thread=True,
-        opt=READ.opt,
-        summary="LLM usage by day and operation: calls, failures, tokens, latency, cost",
+        READ,
+        "LLM usage by day and operation: calls, failures, tokens, latency, cost",
         description=(
             "The last `days` UTC days, today included. Cost is tokens at "
             "metrics.llm_price_in_per_mtok / llm_price_out_per_mtok; with no price set "
@@ -29,8 +28,8 @@ class UsageController(Controller):
     )
     def usage(
         self,
-        tenant: NamedDependency[str],
-        elephant: NamedDependency[Elephant],
+        tenant: Tenant,
+        elephant: Runtime,
         days: Annotated[
             int, Parameter(ge=1, le=MAX_DAYS, description=f"UTC days back, 1-{MAX_DAYS}.")
         ] = 30,
