@@ -5,16 +5,16 @@ relation's ends exist or are created by the same call), embeds observation
 texts outside the transaction, then writes graph and observation rows in ONE
 tenant transaction: one bad item and nothing is written. Revising never
 deletes: it closes the old observation's validity and links the replacement
-with a `supersedes` edge; only the delete_* operations remove anything.
+with a `supersedes` edge; only the delete_* operations remove anything. The
+validation and keying of a call's input is `app.services.graph.planning`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -45,6 +45,13 @@ from app.services.graph.models import (
     ReviseIn,
     RevisionResult,
 )
+from app.services.graph.planning import (
+    ObservationPlan,
+    Plan,
+    now_iso,
+    plan_record,
+    required_key,
+)
 from app.services.graph.store import Entity, GraphStore, Relation, Triple, entity_key
 from app.services.jobs import queue
 from app.services.ops import metrics
@@ -61,122 +68,11 @@ def graph_store(elephant: Elephant) -> GraphStore:
     return store
 
 
-def now_iso() -> str:
-    return datetime.now(UTC).isoformat()
-
-
-# ------------------------------------------------------------------ planning
-
-
-@dataclass
-class _EntityPlan:
-    key: str
-    name: str
-    role: str | None
-    domain: str | None
-    epistemic: str | None
-
-
-@dataclass
-class _ObservationPlan:
-    entity: str  # key
-    content: str
-    kind: str
-
-    @property
-    def observation_key(self) -> str:
-        text = " ".join(self.content.casefold().split())
-        return hashlib.sha256(f"{self.entity}\x1f{self.kind}\x1f{text}".encode()).hexdigest()
-
-
-@dataclass
-class _Plan:
-    entities: dict[str, _EntityPlan] = field(default_factory=dict)
-    relations: list[Relation] = field(default_factory=list)
-    observations: list[_ObservationPlan] = field(default_factory=list)
-    # One instant for everything a call writes, so the graph "as of" that instant
-    # shows all of it or none of it.
-    stamp: str = field(default_factory=lambda: now_iso())
-
-    def referenced(self) -> list[str]:
-        keys = list(self.entities)
-        for relation in self.relations:
-            keys += [relation.source, relation.target]
-        keys += [observation.entity for observation in self.observations]
-        return list(dict.fromkeys(keys))
-
-
-def _observation(item: str | ObservationIn, entity: str) -> _ObservationPlan:
-    if isinstance(item, str):
-        item = ObservationIn(content=item)
-    return _ObservationPlan(entity, item.content, vocab.observation_kind(item.kind))
-
-
-def _plan(elephant: Elephant, request: RecordIn) -> _Plan:
-    domains = elephant.settings.graph.domains
-    plan = _Plan()
-    for index, item in enumerate(request.entities):
-        key = _key(item.name, f"entities[{index}].name")
-        previous = plan.entities.get(key)
-        plan.entities[key] = _EntityPlan(
-            key=key,
-            name=previous.name if previous else item.name,
-            role=vocab.role(item.entity_type) if item.entity_type else _was(previous, "role"),
-            domain=vocab.domain(item.domain, domains) if item.domain else _was(previous, "domain"),
-            epistemic=(
-                vocab.epistemic(item.epistemic) if item.epistemic else _was(previous, "epistemic")
-            ),
-        )
-        plan.observations += [_observation(obs, key) for obs in item.observations]
-    stamp = plan.stamp
-    for index, relation in enumerate(request.relations):
-        source = _key(relation.source, f"relations[{index}].source")
-        target = _key(relation.target, f"relations[{index}].target")
-        if source == target:
-            raise InvalidInput(f"relations[{index}]: a relation needs two different entities")
-        plan.relations.append(
-            Relation(
-                source,
-                vocab.relation_type(relation.relation_type),
-                target,
-                {
-                    "valid_from": (
-                        relation.valid_from.isoformat() if relation.valid_from else stamp
-                    ),
-                    "recorded_at": stamp,
-                    "epistemic": vocab.epistemic(relation.epistemic),
-                },
-            )
-        )
-    for index, group in enumerate(request.observations):
-        key = _key(group.entity, f"observations[{index}].entity")
-        plan.observations += [_observation(obs, key) for obs in group.contents]
-    total = len(plan.entities) + len(plan.relations) + len(plan.observations)
-    limit = elephant.settings.graph.max_items
-    if total > limit:
-        raise InvalidInput(
-            f"{total} items in one call; the limit is {limit} (graph.max_items): split the call"
-        )
-    return plan
-
-
-def _was(previous: _EntityPlan | None, attribute: str) -> str | None:
-    """A later mention of the same entity in one call keeps what an earlier one set."""
-    return None if previous is None else getattr(previous, attribute)
-
-
-def _key(name: str, where: str) -> str:
-    key = entity_key(name)
-    if not key:
-        raise InvalidInput(f"{where}: an entity name cannot be empty")
-    return key
-
-
 # ------------------------------------------------------------------ writing
 
 
 def _embed_observations(
-    elephant: Elephant, observations: Sequence[_ObservationPlan], names: dict[str, str]
+    elephant: Elephant, observations: Sequence[ObservationPlan], names: dict[str, str]
 ) -> list[Any]:
     """Vectors carry the entity's name, so 'chose pgvector' is found by the decision's name."""
     if not observations:
@@ -199,7 +95,7 @@ def _apply(
     store: GraphStore,
     conn: Connection,
     tenant: str,
-    plan: _Plan,
+    plan: Plan,
     vectors: Sequence[Any],
     *,
     source: str,
@@ -283,7 +179,7 @@ def _apply(
 def insert_observations(
     conn: Connection,
     tenant: str,
-    observations: Sequence[_ObservationPlan],
+    observations: Sequence[ObservationPlan],
     vectors: Sequence[Any],
     names: dict[str, str],
     *,
@@ -325,7 +221,7 @@ def insert_observations(
     return added
 
 
-def _write(elephant: Elephant, tenant: str, plan: _Plan, *, source: str) -> RecordResult:
+def _write(elephant: Elephant, tenant: str, plan: Plan, *, source: str) -> RecordResult:
     store = graph_store(elephant)
     names = {key: item.name for key, item in plan.entities.items()}
     vectors = _embed_observations(elephant, plan.observations, names)
@@ -339,7 +235,7 @@ def _write(elephant: Elephant, tenant: str, plan: _Plan, *, source: str) -> Reco
 
 def record(elephant: Elephant, tenant: str, request: RecordIn) -> RecordResult:
     """Entities, relations and observations in one call, all or nothing."""
-    return _write(elephant, tenant, _plan(elephant, request), source="record")
+    return _write(elephant, tenant, plan_record(elephant, request), source="record")
 
 
 def _require(items: Sequence[object], name: str) -> None:
@@ -382,7 +278,7 @@ def record_decision(elephant: Elephant, tenant: str, decision: DecisionIn) -> De
             )
         ]
     )
-    plan = _plan(elephant, request)
+    plan = plan_record(elephant, request)
     if decision.supersedes is None:
         result: RecordResult = _write(elephant, tenant, plan, source="record")
     else:
@@ -397,20 +293,20 @@ def record_decision(elephant: Elephant, tenant: str, decision: DecisionIn) -> De
 
 def revise(elephant: Elephant, tenant: str, request: ReviseIn) -> RevisionResult:
     """Invalidate what is no longer true and link its replacement, in one transaction."""
-    plan = _Plan()
+    plan = Plan()
     if request.superseding_entity is not None:
         if entity_key(request.superseding_entity.name) != entity_key(request.superseded_by):
             raise InvalidInput(
                 "superseding_entity.name must be the entity named in superseded_by "
                 f"({request.superseded_by!r})"
             )
-        plan = _plan(elephant, RecordIn(entities=[request.superseding_entity]))
+        plan = plan_record(elephant, RecordIn(entities=[request.superseding_entity]))
     return _revise(elephant, tenant, request, plan)
 
 
-def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: _Plan) -> RevisionResult:
-    old = _key(request.entity, "entity")
-    new = _key(request.superseded_by, "superseded_by")
+def _revise(elephant: Elephant, tenant: str, request: ReviseIn, plan: Plan) -> RevisionResult:
+    old = required_key(request.entity, "entity")
+    new = required_key(request.superseded_by, "superseded_by")
     if old == new:
         raise InvalidInput("an entity cannot supersede itself: name a different superseded_by")
     stamp = plan.stamp
@@ -462,15 +358,11 @@ def invalidate_observations(
     elephant: Elephant, tenant: str, items: list[ObservationRefs], reason: str | None = None
 ) -> ObservationsInvalidated:
     """No longer true: validity closed, row kept (search hides it unless include_expired)."""
-    graph_store(elephant)
-    _require(items, "observations")
-    closed = 0
-    with elephant.db.tenant(tenant) as conn:
-        for item in items:
-            ids = _item_observations(conn, tenant, item)
-            closed += _close_facts(
-                conn, tenant, ids, status="retracted", reason=reason, by_entity=None
-            )
+
+    def close(conn: Connection, ids: list[str]) -> int:
+        return _close_facts(conn, tenant, ids, status="retracted", reason=reason, by_entity=None)
+
+    closed = _each_item(elephant, tenant, items, close)
     return ObservationsInvalidated(observations_invalidated=closed)
 
 
@@ -506,22 +398,20 @@ def delete_observations(
     elephant: Elephant, tenant: str, items: list[ObservationRefs]
 ) -> ObservationsDeleted:
     """Removes the rows (for mistakes and erasure); prefer invalidate_observations."""
-    graph_store(elephant)
-    _require(items, "observations")
-    deleted = 0
-    with elephant.db.tenant(tenant) as conn:
-        for item in items:
-            ids = _item_observations(conn, tenant, item)
-            deleted += conn.execute(
-                "DELETE FROM facts WHERE tenant_id = %s AND id = ANY(%s)", (tenant, ids)
-            ).rowcount
+
+    def delete(conn: Connection, ids: list[str]) -> int:
+        return conn.execute(
+            "DELETE FROM facts WHERE tenant_id = %s AND id = ANY(%s)", (tenant, ids)
+        ).rowcount
+
+    deleted = _each_item(elephant, tenant, items, delete)
     return ObservationsDeleted(observations_deleted=deleted)
 
 
 def delete_entities(elephant: Elephant, tenant: str, names: list[str]) -> EntitiesDeleted:
     """Entity, its relations and its observations go; facts that merely mention it stay."""
     store = graph_store(elephant)
-    keys = [_key(name, "names") for name in names]
+    keys = [required_key(name, "names") for name in names]
     with elephant.db.tenant(tenant) as conn:
         if not store.exists(conn, tenant):
             return EntitiesDeleted(entities_deleted=0, missing=names)
@@ -554,7 +444,11 @@ def delete_relations(
 
 def _triples(relations: Sequence[RelationRef]) -> list[Triple]:
     return [
-        (_key(r.source, "source"), vocab.relation_type(r.relation_type), _key(r.target, "target"))
+        (
+            required_key(r.source, "source"),
+            vocab.relation_type(r.relation_type),
+            required_key(r.target, "target"),
+        )
         for r in relations
     ]
 
@@ -589,10 +483,27 @@ def active_observations(
     return found
 
 
+def _each_item(
+    elephant: Elephant,
+    tenant: str,
+    items: list[ObservationRefs],
+    act: Callable[[Connection, list[str]], int],
+) -> int:
+    """``act`` on each item's observation ids in one tenant transaction; the rows it
+    changed, summed (a graph must be available and ``items`` not empty)."""
+    graph_store(elephant)
+    _require(items, "observations")
+    changed = 0
+    with elephant.db.tenant(tenant) as conn:
+        for item in items:
+            changed += act(conn, _item_observations(conn, tenant, item))
+    return changed
+
+
 def _item_observations(conn: Connection, tenant: str, item: ObservationRefs) -> list[str]:
     """The ids of an item's observations of its entity (by id or by text)."""
     return _match_observations(
-        conn, tenant, _key(item.entity, "entity"), item.entity, item.observations
+        conn, tenant, required_key(item.entity, "entity"), item.entity, item.observations
     )
 
 
