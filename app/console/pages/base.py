@@ -1,5 +1,6 @@
 """What every tenant page of the console starts from: ``ConsolePages``, the controller a
-page module extends, and ``Screen``, the one dependency its handlers take.
+page module extends, ``Screen``, the one dependency its handlers take (``ScreenDep``), and
+``view``, how a page anyone with the read scope may see is declared.
 
 A handler needs the request (to draw the shared frame: navigation, CSRF field,
 sign-out), the tenant the page shows and the runtime; ``screen`` brings the three, and
@@ -10,14 +11,16 @@ module says only what is its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
-from litestar import Controller, Request
+from litestar import Controller, Request, get
 from litestar.di import NamedDependency, Provide
+from litestar.handlers import HTTPRouteHandler
 from litestar.response import Template
 
 from app.console.render import access_of, page
 from app.services.runtime import Elephant
+from app.web.route_access import CONSOLE_READ
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +62,18 @@ def provide_screen(
     return Screen(request, tenant, elephant)
 
 
+ScreenDep: TypeAlias = NamedDependency[Screen]
+"""What a page handler names to get its screen: ``screen: ScreenDep``."""
+
+
+def view(path: str) -> HTTPRouteHandler:
+    """A page anyone with the read scope may see: GET ``path``, drawn in a worker thread."""
+    return get(path, opt=CONSOLE_READ.opt, sync_to_thread=True)
+
+
 class ConsolePages(Controller):
     """A console page module: its handlers sit under ``/ui/t/<tenant_id>/...``, stay out
-    of the API's schema and take ``screen: NamedDependency[Screen]``."""
+    of the API's schema and take ``screen: ScreenDep``."""
 
     include_in_schema = False
     dependencies = {"screen": Provide(provide_screen, sync_to_thread=False)}

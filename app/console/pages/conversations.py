@@ -12,17 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from litestar import get
-from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 from litestar.response import Template
 
 from app.console.forms import blank
-from app.console.pages.base import ConsolePages, Screen
+from app.console.pages.base import ConsolePages, Screen, ScreenDep, view
 from app.errors import InvalidInput
 from app.services.common import paging
 from app.services.memory import transcripts
-from app.web.route_access import CONSOLE_READ
 
 PAGE_SIZE = 25
 Text = Annotated[str | None, Parameter(description="As typed in the form.")]
@@ -119,34 +116,24 @@ def _list_page(
 class ConversationPages(ConsolePages):
     path = "/t/{tenant_id:str}/conversations"
 
-    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
+    @view("/")
     def index(
-        self,
-        screen: NamedDependency[Screen],
-        source: Text = None,
-        cursor: Text = None,
-        limit: Text = None,
+        self, screen: ScreenDep, source: Text = None, cursor: Text = None, limit: Text = None
     ) -> Template:
         lister = transcripts.list_conversations
         return _list_page(screen, "index", "Conversations", lister, cursor, limit, source=source)
 
-    @get("/handoffs", opt=CONSOLE_READ.opt, sync_to_thread=True)
+    @view("/handoffs")
     def handoffs(
-        self,
-        screen: NamedDependency[Screen],
-        project: Text = None,
-        cursor: Text = None,
-        limit: Text = None,
+        self, screen: ScreenDep, project: Text = None, cursor: Text = None, limit: Text = None
     ) -> Template:
         lister = transcripts.list_handoffs
         return _list_page(
             screen, "handoffs", "Session handoffs", lister, cursor, limit, project=project
         )
 
-    @get("/{conversation_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
-    def conversation(
-        self, screen: NamedDependency[Screen], conversation_id: ConversationId
-    ) -> Template:
+    @view("/{conversation_id:str}")
+    def conversation(self, screen: ScreenDep, conversation_id: ConversationId) -> Template:
         transcript = transcripts.get_transcript(screen.elephant, screen.tenant, conversation_id)
         cells, member, width = bracket_rows(transcript)
         statuses = [window.status for window in transcript.windows]

@@ -20,12 +20,11 @@ from typing import Annotated, Any
 
 import pydantic
 from litestar import get, post
-from litestar.di import NamedDependency
 from litestar.enums import RequestEncodingType
 from litestar.params import Body
 from litestar.response import Template
 
-from app.console.pages.base import ConsolePages, Screen
+from app.console.pages.base import ConsolePages, Screen, ScreenDep
 from app.errors import InvalidInput
 from app.services.access.erasure import EraseIn, ErasureReport, erase
 from app.web.route_access import CONSOLE_ADMIN
@@ -124,11 +123,11 @@ class ErasePages(ConsolePages):
     path = "/t/{tenant_id:str}/erase"
 
     @get("/", opt=CONSOLE_ADMIN.opt, sync_to_thread=False)
-    def index(self, screen: NamedDependency[Screen]) -> Template:
+    def index(self, screen: ScreenDep) -> Template:
         return _form(screen, EraseForm(), None)
 
     @post("/preview", opt=CONSOLE_ADMIN.opt, sync_to_thread=True, status_code=200)
-    def preview(self, screen: NamedDependency[Screen], data: Form) -> Template:
+    def preview(self, screen: ScreenDep, data: Form) -> Template:
         """A dry run: the report of what would go, and the form that makes it so."""
         try:
             wanted = request_of(data, dry_run=True)
@@ -138,7 +137,7 @@ class ErasePages(ConsolePages):
         return _report(screen, data, report)
 
     @post("/confirm", opt=CONSOLE_ADMIN.opt, sync_to_thread=True, status_code=200)
-    def confirm(self, screen: NamedDependency[Screen], data: Form) -> Template:
+    def confirm(self, screen: ScreenDep, data: Form) -> Template:
         """The erasure itself; its report is the page (see the module docstring)."""
         wanted = request_of(data, dry_run=False)
         if wanted.tenant and data.confirm_tenant.strip() != screen.tenant:

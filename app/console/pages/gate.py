@@ -11,17 +11,16 @@ from dataclasses import dataclass
 from typing import Annotated
 from uuid import UUID
 
-from litestar import get, post
-from litestar.di import NamedDependency
+from litestar import post
 from litestar.params import Parameter, PathParameter
 from litestar.response import Redirect, Template
 
 from app.console.forms import blank
-from app.console.pages.base import ConsolePages, Screen
+from app.console.pages.base import ConsolePages, ScreenDep, view
 from app.console.render import query_string
 from app.errors import InvalidInput
 from app.services.gate import decisions as gate_log
-from app.web.route_access import CONSOLE_READ, CONSOLE_WRITE
+from app.web.route_access import CONSOLE_WRITE
 
 PAGE_SIZE = 25
 OUTCOMES = ("stored", "duplicate")
@@ -56,10 +55,10 @@ def _admitted_notice(
 class GatePages(ConsolePages):
     path = "/t/{tenant_id:str}/gate"
 
-    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
+    @view("/")
     def index(
         self,
-        screen: NamedDependency[Screen],
+        screen: ScreenDep,
         decision: Annotated[
             str | None, Parameter(description="accepted, rejected, forced or duplicate.")
         ] = None,
@@ -94,7 +93,7 @@ class GatePages(ConsolePages):
         )
 
     @post("/{decision_id:int}/admit", opt=CONSOLE_WRITE.opt, sync_to_thread=True)
-    def admit(self, screen: NamedDependency[Screen], decision_id: DecisionId) -> Redirect:
+    def admit(self, screen: ScreenDep, decision_id: DecisionId) -> Redirect:
         if decision_id < 1:
             raise InvalidInput(f"decision: {decision_id} is not a decision id")
         result = gate_log.admit(screen.elephant, screen.tenant, decision_id, actor=screen.actor)

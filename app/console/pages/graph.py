@@ -15,14 +15,12 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
-from litestar import get
-from litestar.di import NamedDependency
 from litestar.params import Parameter
 from litestar.response import Template
 
 from app.console.forms import moment as parse_moment
 from app.console.graph_svg import STATUS_STYLE, draw
-from app.console.pages.base import ConsolePages, Screen
+from app.console.pages.base import ConsolePages, ScreenDep, view
 from app.errors import NotFound
 from app.services.graph import reads
 from app.services.graph.neighbourhood import (
@@ -31,7 +29,6 @@ from app.services.graph.neighbourhood import (
     Node,
     entity_neighbourhood,
 )
-from app.web.route_access import CONSOLE_READ
 
 Show = Literal["valid", "all"]
 SUGGESTIONS = 8
@@ -75,10 +72,10 @@ def graph_link(base: str, name: str, hops: int, show: str, as_of: datetime | Non
 class GraphPages(ConsolePages):
     path = "/t/{tenant_id:str}/graph"
 
-    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
+    @view("/")
     def index(
         self,
-        screen: NamedDependency[Screen],
+        screen: ScreenDep,
         entity: Annotated[
             str | None, Parameter(max_length=200, description="The entity at the centre.")
         ] = None,

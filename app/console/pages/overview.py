@@ -11,17 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated
 
-from litestar import get
-from litestar.di import NamedDependency
 from litestar.params import Parameter
 from litestar.response import Template
 from markupsafe import Markup
 
 from app.console.charts import Series, bar_chart, line_chart
-from app.console.pages.base import ConsolePages, Screen
+from app.console.pages.base import ConsolePages, ScreenDep, view
 from app.errors import InvalidInput
 from app.services.ops.overview import GrowthDay, Overview, UsageReport, overview
-from app.web.route_access import CONSOLE_READ
 
 DAY_CHOICES = (7, 30, 90)
 DEFAULT_DAYS = 30
@@ -104,8 +101,8 @@ def usage_charts(usage: UsageReport) -> dict[str, Markup]:
 class OverviewPages(ConsolePages):
     path = "/t/{tenant_id:str}/"
 
-    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
-    def index(self, screen: NamedDependency[Screen], days: Days = None) -> Template:
+    @view("/")
+    def index(self, screen: ScreenDep, days: Days = None) -> Template:
         chosen = _days(days)
         elephant = screen.elephant
         report: Overview = overview(

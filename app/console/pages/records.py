@@ -13,21 +13,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, cast, get_args
 
-from litestar import get
-from litestar.di import NamedDependency
 from litestar.params import Parameter, PathParameter
 from litestar.response import Template
 from markupsafe import Markup
 
 from app.console.forms import blank, choice, moment, optional_uuid, required_uuid
-from app.console.pages.base import ConsolePages, Screen
+from app.console.pages.base import ConsolePages, Screen, ScreenDep, view
 from app.console.render import when
 from app.errors import InvalidInput
 from app.services.facts import history as fact_history
 from app.services.facts.history import ChainLink
 from app.services.gate import decisions as gate_log
 from app.services.memory import records
-from app.web.route_access import CONSOLE_READ
 
 PAGE_SIZE = 25
 KINDS: tuple[str, ...] = get_args(records.MemoryKind)
@@ -83,10 +80,10 @@ def step_label(step: int) -> str:
 class RecordPages(ConsolePages):
     path = "/t/{tenant_id:str}"
 
-    @get("/memories", opt=CONSOLE_READ.opt, sync_to_thread=True)
+    @view("/memories")
     def memories(
         self,
-        screen: NamedDependency[Screen],
+        screen: ScreenDep,
         kind: Annotated[str | None, Parameter(description="note or window.")] = None,
         source: Text = None,
         conversation: Text = None,
@@ -111,8 +108,8 @@ class RecordPages(ConsolePages):
             screen, "memories", "Memories", found, filters, limit, cursor, kinds=KINDS
         )
 
-    @get("/memories/{memory_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
-    def memory(self, screen: NamedDependency[Screen], memory_id: MemoryId) -> Template:
+    @view("/memories/{memory_id:str}")
+    def memory(self, screen: ScreenDep, memory_id: MemoryId) -> Template:
         elephant, tenant = screen.elephant, screen.tenant
         ident = required_uuid("memory", memory_id)
         memory = records.get_memory(elephant, tenant, ident, record_access=False)
@@ -127,10 +124,10 @@ class RecordPages(ConsolePages):
             metadata_json=json.dumps(memory.metadata, indent=2, ensure_ascii=False, default=str),
         )
 
-    @get("/facts", opt=CONSOLE_READ.opt, sync_to_thread=True)
+    @view("/facts")
     def facts(
         self,
-        screen: NamedDependency[Screen],
+        screen: ScreenDep,
         status: Annotated[
             str | None, Parameter(description="active (current), superseded or retracted.")
         ] = None,
@@ -170,8 +167,8 @@ class RecordPages(ConsolePages):
         more = {"statuses": STATUSES, "fact_types": FACT_TYPES}
         return _list_page(screen, "facts", "Facts", found, filters, limit, cursor, **more)
 
-    @get("/facts/{fact_id:str}", opt=CONSOLE_READ.opt, sync_to_thread=True)
-    def fact(self, screen: NamedDependency[Screen], fact_id: FactId) -> Template:
+    @view("/facts/{fact_id:str}")
+    def fact(self, screen: ScreenDep, fact_id: FactId) -> Template:
         ident = required_uuid("fact", fact_id)
         found = fact_history.history(screen.elephant, screen.tenant, ident)
         # the judgement behind each step of the chain, by (older, newer)

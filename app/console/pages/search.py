@@ -14,14 +14,12 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pydantic
-from litestar import get
-from litestar.di import NamedDependency
 from litestar.params import Parameter, QueryParameter
 from litestar.response import Template
 from markupsafe import Markup
 
 from app.console.lanes import LANES, LaneMark, highlight, lane_chart, lane_marks
-from app.console.pages.base import ConsolePages, Screen
+from app.console.pages.base import ConsolePages, ScreenDep, view
 from app.errors import InvalidInput
 from app.services.memory.transcripts import TurnLink, turn_links
 from app.services.retrieval.lanes import LANE_NAMES, pools, rank_in
@@ -29,7 +27,6 @@ from app.services.retrieval.lanes import weights as lane_weights
 from app.services.retrieval.schemas import SearchExplain, SearchHit, SearchRequest
 from app.services.retrieval.search import search
 from app.services.runtime import Elephant
-from app.web.route_access import CONSOLE_READ
 
 KINDS = ("window", "note", "fact")
 Text = Annotated[str | None, Parameter(description="As typed in the form.")]
@@ -129,10 +126,10 @@ def _hits(
 class SearchPages(ConsolePages):
     path = "/t/{tenant_id:str}/search"
 
-    @get("/", opt=CONSOLE_READ.opt, sync_to_thread=True)
+    @view("/")
     def index(
         self,
-        screen: NamedDependency[Screen],
+        screen: ScreenDep,
         query_text: Annotated[
             str | None, QueryParameter(name="query", description="What to find.")
         ] = None,
