@@ -545,15 +545,16 @@ def rest_script(call: Rest, client: TestClient) -> None:  # type: ignore[type-ar
     call("DELETE", f"/memories/{GHOST}", label="404")
     call("POST", "/erase", {"conversation_id": "snap-c1"})
     call("GET", "/stats", label="after erasure")
-    # --- Prometheus: the metric names (their values count this run's requests and time)
+    # --- Prometheus: the metric families and their types, as declared (their samples
+    # count whatever this process ran before, so a labelled family may have none yet)
     metrics = client.get("/metrics")
     call.calls["metrics names"] = {
         "status": metrics.status_code,
         "body": sorted(
             {
-                re.split(r"[{ ]", line, maxsplit=1)[0]
+                line.removeprefix("# TYPE ")
                 for line in metrics.text.splitlines()
-                if line and not line.startswith("#")
+                if line.startswith("# TYPE ")
             }
         ),
     }
