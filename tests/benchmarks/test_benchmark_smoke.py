@@ -62,6 +62,7 @@ def number(value: Any) -> float:
     return float(value)
 
 
+@pytest.mark.heavy_smoke
 def test_auth_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("auth", tmp_path, timeout_s=240)
     assert report["requests"] == 20
@@ -123,6 +124,7 @@ def test_drift_benchmark_smoke(tmp_path: Path) -> None:
     assert abs(number(growth["largest_change"]["growth"])) <= 0.05
 
 
+@pytest.mark.heavy_smoke
 def test_keyword_restarts_benchmark_smoke(tmp_path: Path) -> None:
     """Every checked row is found by the BM25 lane after each stop (clean and kill -9)."""
     _, report = run_smoke("keyword_restarts", tmp_path, timeout_s=300)
@@ -158,6 +160,7 @@ def test_million_benchmark_smoke(tmp_path: Path) -> None:
     assert "p50 <= 20 ms" in result.stdout
 
 
+@pytest.mark.heavy_smoke
 def test_fuzz_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("fuzz", tmp_path, timeout_s=300)
     totals = report["totals"]
@@ -174,6 +177,7 @@ def test_fact_quality_benchmark_smoke(tmp_path: Path) -> None:
     assert "precision" in result.stdout
 
 
+@pytest.mark.heavy_smoke
 def test_ingest_benchmark_smoke(tmp_path: Path) -> None:
     # An absent dataset: the synthetic LoCoMo-shaped sample (the locomo test reads the
     # dataset when it is there), through the same ingest path.
