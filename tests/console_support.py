@@ -151,13 +151,23 @@ def csrf_of(client: httpx.Client, path: str) -> str:
 def follow(driver: Any, action: Callable[[], None], css: str) -> Any:
     """Do ``action`` (a click that loads a page) and wait for the new page's ``css``: the
     old page must be gone first, or an element of the same id on it would answer."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     old = driver.find_element(By.TAG_NAME, "html")
     action()
-    WebDriverWait(driver, WAIT_S).until(expected_conditions.staleness_of(old))
+
+    def gone(_: Any) -> bool:
+        # Stale, or (chromium, mid-navigation) "unhandled inspector error: node does not
+        # belong to the document": either way the old page is no longer there.
+        try:
+            old.is_enabled()
+        except WebDriverException:
+            return True
+        return False
+
+    WebDriverWait(driver, WAIT_S).until(gone)
     return wait_for(driver, css)
 
 
