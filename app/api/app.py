@@ -27,7 +27,7 @@ from app.api.metrics import RequestTiming, metrics_route, observe_response
 from app.api.params import check_url_text
 from app.api.records import RecordsController
 from app.api.request_id import RequestLogContext, add_request_id
-from app.api.requests import ElephantRequest
+from app.api.requests import ElephantRequest, RequestModels
 from app.api.search import SearchController
 from app.api.sessions import SessionsController
 from app.api.tenant import TenantController
@@ -148,6 +148,7 @@ def create_app(
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
         before_request=check_url_text,
         request_class=ElephantRequest,
+        plugins=[RequestModels()],  # request models refused as the caller's 422 naming each field
         on_startup=[startup],
         on_shutdown=[shutdown],
         lifespan=lifespan,

@@ -70,6 +70,13 @@ def validation_error_handler(
     """Litestar's 400 for a malformed request becomes a 422 naming each field to fix
     (``details.fields``: Litestar's own list, each {key?, message, source?})."""
     fields = exc.extra if isinstance(exc.extra, list) else []
+    return elephant_error_handler(request, invalid_fields(fields, str(exc.detail)))
+
+
+def invalid_fields(fields: list[Any], fallback: str) -> InvalidInput:
+    """The 422 of a request some of whose fields were refused: its message names each
+    (``key: problem; ...``), ``details.fields`` lists them as given ({key?, message,
+    source?}); ``fallback`` is the message when none is named."""
     problems = [
         Problem(
             str(item.get("key") or item.get("source") or "body"),
@@ -78,8 +85,7 @@ def validation_error_handler(
         for item in fields
         if isinstance(item, dict)
     ]
-    error = InvalidInput(describe_problems(problems) or str(exc.detail), details={"fields": fields})
-    return elephant_error_handler(request, error)
+    return InvalidInput(describe_problems(problems) or fallback, details={"fields": fields})
 
 
 def pydantic_error_handler(
