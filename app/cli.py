@@ -325,20 +325,48 @@ def migrate(target: str, down: bool, status: bool) -> None:
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.option("-c", "--command", "command", default=None, help="Run one statement and exit.")
-@tenant_option("Connect as the app role scoped to this tenant (row-level security applies).")
+@click.option(
+    "--analyst",
+    default=None,
+    metavar="NAME",
+    help="Log in as this analyst (elephant analysts create): its tenants only, read-only.",
+)
+@click.option("--url", "print_url", is_flag=True, help="Print the connection string and exit.")
+@tenant_option(
+    "Operators: connect as the app role scoped to this tenant (a setting the session may "
+    "change; analysts use --analyst)."
+)
 @click.argument("psql_args", nargs=-1, type=click.UNPROCESSED)
-def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> None:
-    """Open psql on Elephant's database (the analysts' door in), or run -c SQL."""
+def sql(
+    command: str | None,
+    analyst: str | None,
+    print_url: bool,
+    tenant: str | None,
+    psql_args: tuple[str, ...],
+) -> None:
+    """Open psql on Elephant's database, or run -c SQL. Analysts: --analyst NAME (psql asks
+    for the password unless PGPASSWORD is set; the embedded socket needs none)."""
     from app.db import Database
     from app.db.embedded import binaries_dir
+    from app.services.access import analysts as analyst_service
 
+    if analyst is not None and tenant is not None:
+        raise InvalidInput(
+            "give --analyst or --tenant, not both: an analyst's tenants are its grants"
+        )
     settings = command_settings()
     db = Database(settings)
     try:
         db.open()
         env = dict(os.environ)
         conninfo = db.admin_conninfo()
-        if tenant is not None:
+        if analyst is not None:
+            role = analyst_service.role_of(db, analyst)
+            conninfo = analyst_service.login_conninfo(db, role)
+            if print_url:
+                click.echo(analyst_service.connection_string(db, role))
+                return
+        elif tenant is not None:
             # A psql session keeps its settings: never through a transaction pooler (which
             # also refuses startup options); there the direct URL with the app role.
             conninfo = db.session_conninfo()
@@ -346,6 +374,8 @@ def sql(command: str | None, tenant: str | None, psql_args: tuple[str, ...]) -> 
             if db.embedded is None or db.pooled:
                 options += f" -c role={settings.database.app_role}"
             env["PGOPTIONS"] = options
+        if print_url:
+            raise InvalidInput("--url prints an analyst's connection string: add --analyst NAME")
         args = [str(binaries_dir() / "psql"), "-X", "--dbname", conninfo, *psql_args]
         if command is not None:
             args += ["-v", "ON_ERROR_STOP=1", "-c", command]
@@ -443,12 +473,18 @@ def embedded_stop() -> None:
     click.echo("stopped")
 
 
-from app.cli_access import audit_command, erase_command, keys  # noqa: E402  (registered last)
+from app.cli_access import (  # noqa: E402  (registered last)
+    analysts,
+    audit_command,
+    erase_command,
+    keys,
+)
 from app.cli_graph import graph  # noqa: E402  (registered last)
 from app.cli_maintain import maintain  # noqa: E402  (registered last: it reads this module)
 
 main.add_command(graph)
 main.add_command(keys)
+main.add_command(analysts)
 main.add_command(audit_command)
 main.add_command(erase_command)
 main.add_command(maintain)

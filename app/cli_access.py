@@ -147,3 +147,52 @@ def erase_command(
         )
     with opened_runtime() as (elephant, default):
         print_json(erase(elephant, tenant or default, request))
+
+
+@click.group()
+def analysts() -> None:
+    """SQL analysts: read-only Postgres logins bound to tenants (password shown once)."""
+
+
+@analysts.command("create")
+@click.argument("name")
+@click.option(
+    "--tenant", "tenants", multiple=True, required=True, help="A tenant it reads (repeat)."
+)
+@click.option(
+    "--statement-timeout",
+    type=click.IntRange(1, 3600),
+    default=30,
+    show_default=True,
+    help="Longest statement in seconds.",
+)
+def analysts_create(name: str, tenants: tuple[str, ...], statement_timeout: int) -> None:
+    """Create a read-only login role for NAME and print its password once (JSON), with the
+    connection string for psql, Metabase or Grafana."""
+    from app.services.access import analysts as analyst_service
+
+    request = analyst_service.AnalystIn.model_validate(
+        {"name": name, "tenants": list(tenants), "statement_timeout_seconds": statement_timeout}
+    )
+    with _database() as db:
+        print_json(analyst_service.create(db, request))
+
+
+@analysts.command("list")
+@tenant_option("Only the analysts of this tenant alone.")
+def analysts_list(tenant: str | None) -> None:
+    """Analyst roles with the tenants each reads (never a password)."""
+    from app.services.access import analysts as analyst_service
+
+    with _database() as db:
+        print_json(analyst_service.list_analysts(db, tenant=tenant))
+
+
+@analysts.command("revoke")
+@click.argument("name")
+def analysts_revoke(name: str) -> None:
+    """Drop an analyst's role: its sessions end and it cannot log in again."""
+    from app.services.access import analysts as analyst_service
+
+    with _database() as db:
+        print_json(analyst_service.revoke(db, name))

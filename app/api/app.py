@@ -15,6 +15,7 @@ from litestar.routes import HTTPRoute
 from litestar.types import BeforeMessageSendHookHandler, ControllerRouterHandler
 
 from app import __version__
+from app.api.analysts import AnalystsController
 from app.api.conversations import ConversationsController
 from app.api.deps import REQUEST_DEPENDENCIES
 from app.api.error_shape import ErrorShape
@@ -116,6 +117,7 @@ def create_app(
     app = Litestar(
         route_handlers=[
             HealthController,
+            AnalystsController,
             ConversationsController,
             GraphController,
             KeysController,

@@ -309,10 +309,6 @@ COMMENT ON FUNCTION elephant_renew_leases(text, bigint[], integer) IS
     'Worker role only: renews the leases of the jobs this worker runs (heartbeat).';
 COMMENT ON FUNCTION elephant_release_jobs(text, bigint[]) IS
     'Worker role only: hands a stopping worker''s unfinished jobs back to the queue.';
-COMMENT ON FUNCTION elephant_lookup_key(text) IS
-    'The one way the app role reads api_keys: the key with this prefix.';
-COMMENT ON FUNCTION elephant_touch_key(uuid, text) IS
-    'Records a verified key''s use (last_used_at; a key.used audit entry once an hour).';
 COMMENT ON FUNCTION elephant_audit(text, text, text, text, text, text, jsonb) IS
     'The one way the app role writes audit_log.';
 

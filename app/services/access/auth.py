@@ -2,8 +2,10 @@
 
 A key looks like ``ek_<prefix>_<secret>``; the database keeps the prefix (to
 find it) and the SHA-256 of the whole key (to check it), never the key. The
-app role reads a key only through ``elephant_lookup_key(prefix)``. Keys are 256
-random bits, so a fast hash is enough; comparison is constant-time.
+app role cannot read ``api_keys``: ``elephant_verify_key(prefix, hash, client)``
+compares the hashes inside the database and returns a key's reach only to a caller
+holding its secret (never the hash, nothing of other keys). Keys are 256 random
+bits, so a fast hash is enough (and a guesser controls no bit of the hash compared).
 
 Scopes are independent: ``read`` (search, reflect, stats, graph reads),
 ``write`` (commit, feedback, graph writes, sessions), ``admin`` (thresholds,
@@ -14,11 +16,10 @@ an admin key created for every tenant (tenant NULL) names one per request.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import ipaddress
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Literal
 
 from app.config import Settings, validate_tenant_id
@@ -30,7 +31,6 @@ from app.protocol import TENANT_HEADER
 Scope = Literal["read", "write", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "write", "admin")
 KEY_PATTERN = re.compile(r"^ek_([a-z0-9]{8,32})_([A-Za-z0-9_-]{32,128})$")
-TOUCH_EVERY = timedelta(minutes=1)  # last_used_at is refreshed at most this often
 # The one message for every unknown or malformed key: nothing tells a guesser more.
 INVALID_KEY = (
     "invalid API key: send 'Authorization: Bearer ek_...' with a key from `elephant keys create`"
@@ -85,17 +85,16 @@ def authenticate(db: Database, key: str | None, client: str | None = None) -> Pr
     if match is None:
         raise Unauthorized(INVALID_KEY)
     with db.connection() as conn:
-        row = conn.execute(load_sql("access/lookup_key.sql"), (match.group(1),)).fetchone()
-        if row is None or not hmac.compare_digest(row[1], secret_hash(key)):
-            raise Unauthorized(INVALID_KEY)
-        key_id, _, name, tenant, scopes, expires_at, revoked_at, last_used_at = row
-        now = datetime.now(UTC)
-        if revoked_at is not None:
-            raise Unauthorized("this API key was revoked")
-        if expires_at is not None and expires_at <= now:
-            raise Unauthorized("this API key has expired")
-        if last_used_at is None or now - last_used_at > TOUCH_EVERY:
-            conn.execute("SELECT elephant_touch_key(%s, %s)", (key_id, client))
+        row = conn.execute(
+            load_sql("access/verify_key.sql"), (match.group(1), secret_hash(key), client)
+        ).fetchone()
+    if row is None:
+        raise Unauthorized(INVALID_KEY)
+    key_id, name, tenant, scopes, expires_at, revoked_at = row
+    if revoked_at is not None:
+        raise Unauthorized("this API key was revoked")
+    if expires_at is not None and expires_at <= datetime.now(UTC):
+        raise Unauthorized("this API key has expired")
     return Principal(
         name=name,
         scopes=frozenset(scopes),

@@ -16,8 +16,8 @@ from datetime import datetime
 
 from app.db.resources import load_sql
 from app.db.runtime import Database
-from app.errors import Forbidden
-from app.services.access.auth import Principal, authenticate
+from app.errors import Forbidden, Unauthorized
+from app.services.access.auth import INVALID_KEY, Principal, authenticate, secret_hash
 
 TOKEN_BYTES = 32
 
@@ -34,17 +34,22 @@ def _hash(token: str) -> str:
 
 
 def sign_in(db: Database, key: str, client: str | None, hours: float) -> ConsoleSession:
-    """Check the key (Unauthorized if it is not a live key) and open a session for it."""
+    """Check the key (Unauthorized if it is not a live key) and open a session for it.
+
+    The database opens the session only for the key whose secret's hash it is handed
+    (elephant_console_sign_in), and writes the sign-in to the audit log: the app role
+    cannot mint a session for a key it does not hold."""
     principal = authenticate(db, key, client)
     if not principal.has("read"):
         raise Forbidden("the console needs a key with the 'read' scope")
     token = secrets.token_urlsafe(TOKEN_BYTES)
     with db.connection() as conn:
         row = conn.execute(
-            "SELECT elephant_console_open(%s, %s, %s, %s)",
-            (_hash(token), principal.key_id, round(hours * 3600), client),
+            "SELECT elephant_console_sign_in(%s, %s, %s, %s, %s)",
+            (_hash(token), principal.prefix, secret_hash(key), round(hours * 3600), client),
         ).fetchone()
-    assert row is not None
+    if row is None or row[0] is None:  # revoked between the two statements
+        raise Unauthorized(INVALID_KEY)
     return ConsoleSession(token=token, principal=principal, expires_at=row[0])
 
 
