@@ -8,7 +8,9 @@ each ``SET`` an analyst could try.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -21,6 +23,7 @@ from app.services.access.auth import secret_hash
 from app.services.runtime import Elephant
 from tests.conftest import api_client, operator_key
 
+ROOT = Path(__file__).resolve().parents[2]
 A, B = "ana-a", "ana-b"
 CANARY_A, CANARY_B = "Alpha keeps the blue ledger", "Bravo moved to Lisbon in March"
 
@@ -306,3 +309,44 @@ def test_every_tenant_table_has_the_analyst_policies(db: Database) -> None:
         ).fetchall()
     missing = [t for t, p in rows if not {"analyst_read", "analyst_only"} <= set(p)]
     assert rows and missing == []
+
+
+def test_the_cli_creates_an_analyst_and_opens_psql_as_it(seeded: Elephant) -> None:
+    from tests.integration.test_cli import run
+
+    settings = seeded.settings
+    created = run(["analysts", "create", "ana_cli", "--tenant", A], settings)
+    assert created.returncode == 0, created.stderr
+    body = json.loads(created.stdout)
+    assert body["tenants"] == [A] and body["password"] and body["note"]
+    try:
+        query = (
+            "SET elephant.tenant_id = 'ana-b'; "
+            "SELECT count(*) FILTER (WHERE tenant_id = 'ana-b'), "
+            "count(*) FILTER (WHERE tenant_id = 'ana-a') FROM memories"
+        )
+        result = run(["sql", "--analyst", "ana_cli", "-A", "-t", "-c", query], settings)
+        assert result.returncode == 0, result.stderr
+        hidden, own = result.stdout.strip().splitlines()[-1].split("|")
+        assert hidden == "0" and int(own) > 0
+        url = run(["sql", "--analyst", "ana_cli", "--url"], settings)
+        assert url.returncode == 0 and f"user={body['role']}" in url.stdout
+        assert body["password"] not in url.stdout
+        listed = run(["analysts", "list", "--tenant", A], settings)
+        assert "ana_cli" in listed.stdout and body["password"] not in listed.stdout
+    finally:
+        revoked = run(["analysts", "revoke", "ana_cli"], settings)
+    assert revoked.returncode == 0, revoked.stderr
+    gone = run(["sql", "--analyst", "ana_cli", "-c", "SELECT 1"], settings)
+    assert gone.returncode != 0 and "no analyst named" in gone.stderr
+
+
+def test_the_documented_dashboard_query_runs_as_an_analyst(
+    seeded: Elephant, analyst_of_a: analysts.CreatedAnalyst
+) -> None:
+    page = (ROOT / "docs" / "security.md").read_text()
+    block = page.split("A dashboard query", 1)[1].split("```sql", 1)[1].split("```", 1)[0]
+    with connect_as(seeded.db, analyst_of_a.role) as conn:
+        conn.execute("SET elephant.tenant_id = 'ana-b'")
+        rows = conn.execute(block.strip().rstrip(";")).fetchall()
+    assert rows and {row[1] for row in rows} == {A}
