@@ -828,9 +828,12 @@ class AsyncElephant:
             )
         )
 
-    async def revoke_key(self, prefix: str) -> KeyInfo:
-        """POST /keys/{prefix}/revoke: the key stops working at its next request."""
-        call = Call("POST", f"/keys/{_id(prefix)}/revoke")
+    async def revoke_key(self, prefix: str, *, all_tenants: bool = False) -> KeyInfo:
+        """POST /keys/{prefix}/revoke: the key stops working at its next request. An
+        all-tenant key revokes only a key of the tenant it acts for, unless
+        ``all_tenants`` (any tenant's key, or an all-tenant key)."""
+        query = params(all_tenants=all_tenants or None)
+        call = Call("POST", f"/keys/{_id(prefix)}/revoke", query)
         return decode(KeyInfo, await self._send(call))
 
     async def audit(

@@ -819,9 +819,12 @@ class Elephant:
             )
         )
 
-    def revoke_key(self, prefix: str) -> KeyInfo:
-        """POST /keys/{prefix}/revoke: the key stops working at its next request."""
-        call = Call("POST", f"/keys/{_id(prefix)}/revoke")
+    def revoke_key(self, prefix: str, *, all_tenants: bool = False) -> KeyInfo:
+        """POST /keys/{prefix}/revoke: the key stops working at its next request. An
+        all-tenant key revokes only a key of the tenant it acts for, unless
+        ``all_tenants`` (any tenant's key, or an all-tenant key)."""
+        query = params(all_tenants=all_tenants or None)
+        call = Call("POST", f"/keys/{_id(prefix)}/revoke", query)
         return decode(KeyInfo, self._send(call))
 
     def audit(

@@ -1,4 +1,11 @@
-"""Admin endpoints for API keys and the audit log (admin scope)."""
+"""Admin endpoints for API keys and the audit log (admin scope).
+
+An all-tenant admin key acts on the tenant it names (X-Elephant-Tenant, else
+tenant.default), as on every other route: it lists that tenant's keys and audit entries
+and revokes only that tenant's keys, unless it asks for every tenant with
+``all_tenants=true`` (which a tenant's admin key may not). Each answer says which tenant
+it was for: ``tenant`` of the list, of the audit page, of the revoked key.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +17,8 @@ from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.params import Cursor, PageLimit
 from app.api.routes import Runtime, route
-from app.errors import Forbidden
+from app.errors import Forbidden, NotFound
+from app.protocol import TENANT_HEADER
 from app.services.access import audit, keys
 from app.services.access.audit import AuditLog
 from app.services.access.keys import CreatedKey, KeyIn, KeyInfo, KeyList
@@ -46,7 +54,7 @@ class KeysController(Controller):
         limit: PageLimit = 200,
         cursor: Cursor = None,
     ) -> KeyList:
-        tenant = _scope_of_listing(access, all_tenants)
+        tenant = _scope(access, all_tenants, "list every tenant's keys")
         return keys.key_page(
             elephant.db,
             tenant=tenant,
@@ -61,14 +69,30 @@ class KeysController(Controller):
         access: NamedDependency[Access],
         elephant: Runtime,
         prefix: Annotated[str, PathParameter(description="The key's prefix (or the key).")],
+        all_tenants: Annotated[
+            bool,
+            Parameter(
+                description="A key of any tenant, or an all-tenant key (all-tenant admin keys "
+                "only); without it, only a key of the tenant the request acts for."
+            ),
+        ] = False,
     ) -> KeyInfo:
-        only = access.principal.tenant  # a tenant's admin revokes only that tenant's keys
-        return keys.revoke_key(
-            elephant.db,
-            prefix,
-            tenant=only,
-            revoked_by=access.principal.prefix or access.principal.name,
-        )
+        tenant = _scope(access, all_tenants, "revoke another tenant's key or an all-tenant key")
+        try:
+            return keys.revoke_key(
+                elephant.db,
+                prefix,
+                tenant=tenant,
+                revoked_by=access.principal.prefix or access.principal.name,
+            )
+        except NotFound as exc:
+            if access.principal.tenant is not None or tenant is None:
+                raise
+            raise NotFound(
+                f"{exc.message}: an all-tenant key acts for the tenant it names "
+                f"({TENANT_HEADER}, else the default); add all_tenants=true to revoke a key "
+                "of another tenant or an all-tenant key"
+            ) from None
 
     @route(get, "/audit", ADMIN, "Audit log, newest first, paged")
     def audit_log(
@@ -84,13 +108,15 @@ class KeysController(Controller):
             bool, Parameter(description="Every tenant's entries (all-tenant admin keys only).")
         ] = False,
     ) -> AuditLog:
-        tenant = _scope_of_listing(access, all_tenants)
+        tenant = _scope(access, all_tenants, "read every tenant's audit entries")
         return audit.page(elephant.db, tenant=tenant, limit=limit, offset=offset, cursor=cursor)
 
 
-def _scope_of_listing(access: Access, all_tenants: bool) -> str | None:
+def _scope(access: Access, all_tenants: bool, what: str) -> str | None:
+    """The tenant a keys or audit request acts on: the one it acts for (an all-tenant key
+    names it), or None (every tenant) when an all-tenant key sends all_tenants=true."""
     if not all_tenants:
         return access.tenant
     if access.principal.tenant is not None:
-        raise Forbidden("only an all-tenant admin key may list every tenant")
+        raise Forbidden(f"only an all-tenant admin key may {what} (all_tenants=true)")
     return None

@@ -164,6 +164,9 @@ ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("POST", "/keys", "admin", {"tenant": "acme", "scopes": ["read"], "name": "matrix"}),
     ("POST", f"/keys/{'0' * 12}/revoke", "admin", None),
     ("GET", "/audit", "admin", None),
+    ("GET", "/analysts", "admin", None),
+    ("POST", "/analysts", "admin", {"name": "matrix", "tenants": ["no-such-tenant"]}),
+    ("POST", f"/analysts/{GHOST}/revoke", "admin", None),
     ("GET", "/metrics", "admin", None),
     ("GET", "/memories", "read", None),
     ("GET", f"/memories/{GHOST}", "read", None),
@@ -314,6 +317,63 @@ def test_operator_keys_name_the_tenant(client: Client, keys: dict[str, str]) -> 
     )
     assert SECRET in found.json()["results"][0]["text"]
     assert client.get("/keys?all_tenants=true", headers=operator).status_code == 200
+
+
+def test_an_all_tenants_key_acts_on_the_tenant_it_names_and_says_so(
+    client: Client, db: Database, settings: Settings, keys: dict[str, str]
+) -> None:
+    """Found by a fuzz run: an all-tenants key acting for tenant "fuzz" revoked tenant
+    acme's keys, then its own. It now lists, revokes and reads the audit log of the tenant
+    it names (header, else the default) unless it asks for every tenant (all_tenants)."""
+    operator = key_for(db, None, "read", "write", "admin", name="fuzzer")
+    other_operator = key_for(db, None, "read", "admin", name="spare operator")
+    acme_victim = key_for(db, "acme", "read", name="victim")
+    fuzz_own = key_for(db, "fuzz", "read", name="fuzz's own")
+    as_fuzz = {**bearer(operator), "X-Elephant-Tenant": "fuzz"}
+
+    def prefix(key: str) -> str:
+        return key.split("_")[1]
+
+    listed = client.get("/keys", headers=as_fuzz)
+    assert listed.status_code == 200, listed.text
+    assert listed.json()["tenant"] == "fuzz"
+    assert {entry["prefix"] for entry in listed.json()["items"]} == {prefix(fuzz_own)}
+    default = client.get("/keys", headers=bearer(operator)).json()
+    assert default["tenant"] == settings.tenant.default
+    assert all(entry["tenant"] == settings.tenant.default for entry in default["items"])
+
+    for victim in (acme_victim, operator, other_operator):  # another tenant's, all-tenant keys
+        refused = client.post(f"/keys/{prefix(victim)}/revoke", headers=as_fuzz)
+        assert refused.status_code == 404, refused.text
+        message = refused.json()["message"]
+        assert "'fuzz'" in message and "all_tenants=true" in message, message
+        assert client.get("/stats", headers=bearer(victim)).status_code == 200
+    still = {info.prefix: info for info in list_keys(db, tenant="acme")}
+    assert still[prefix(acme_victim)].revoked_at is None
+
+    own = client.post(f"/keys/{prefix(fuzz_own)}/revoke", headers=as_fuzz)
+    assert own.status_code == 200 and own.json()["tenant"] == "fuzz", own.text
+    asked = client.post(
+        f"/keys/{prefix(acme_victim)}/revoke", params={"all_tenants": "true"}, headers=as_fuzz
+    )
+    assert asked.status_code == 200 and asked.json()["tenant"] == "acme", asked.text
+    spare = client.post(
+        f"/keys/{prefix(other_operator)}/revoke", params={"all_tenants": "true"}, headers=as_fuzz
+    )
+    assert spare.status_code == 200 and spare.json()["all_tenants"] is True, spare.text
+    assert client.get("/stats", headers=bearer(acme_victim)).status_code == 401
+
+    acme_admin = bearer(keys["acme_admin"])
+    beyond = client.post(
+        f"/keys/{prefix(fuzz_own)}/revoke", params={"all_tenants": "true"}, headers=acme_admin
+    )
+    assert beyond.status_code == 403 and "all-tenant admin key" in beyond.json()["message"]
+
+    audited = client.get("/audit", headers=as_fuzz).json()
+    assert audited["tenant"] == "fuzz" and audited["items"]
+    assert {entry["tenant"] for entry in audited["items"]} == {"fuzz"}
+    everyone = client.get("/audit", params={"all_tenants": "true"}, headers=as_fuzz).json()
+    assert everyone["tenant"] is None
 
 
 def test_cli_key_commands(settings: Settings, db: Database) -> None:

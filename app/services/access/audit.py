@@ -87,12 +87,14 @@ class AuditEntry:
 class AuditLog:
     """A page of entries, newest first: ``next_cursor`` continues (None: the last page).
     ``entries`` repeats ``items`` and ``offset`` is where an offset page started (both
-    from before cursors; deprecated)."""
+    from before cursors; deprecated). ``tenant`` is the tenant whose entries these are
+    (None: every tenant's, and those of no tenant)."""
 
     items: list[AuditEntry]
     next_cursor: str | None
     entries: list[AuditEntry]
     offset: int
+    tenant: str | None
 
 
 LISTING = "audit"
@@ -130,4 +132,4 @@ def page(
     found = entries(db, tenant=tenant, limit=limit + 1, offset=offset, before=before)
     items = found[:limit]
     following = paging.encode(LISTING, (items[-1].at, items[-1].id)) if len(found) > limit else None
-    return AuditLog(items=items, next_cursor=following, entries=items, offset=offset)
+    return AuditLog(items=items, next_cursor=following, entries=items, offset=offset, tenant=tenant)

@@ -91,11 +91,13 @@ class KeyInfo:
 @dataclass(frozen=True, slots=True)
 class KeyList:
     """A page of keys, oldest first: ``next_cursor`` continues (None: the last page);
-    ``keys`` repeats ``items`` (its name before paging; deprecated)."""
+    ``keys`` repeats ``items`` (its name before paging; deprecated); ``tenant`` is the
+    tenant whose keys these are (None: every tenant's, all-tenant keys included)."""
 
     items: list[KeyInfo]
     next_cursor: str | None
     keys: list[KeyInfo]
+    tenant: str | None
 
 
 CREATED_NOTE = "store this key now: it is not shown again"
@@ -221,18 +223,20 @@ def key_page(
         if len(found) > limit
         else None
     )
-    return KeyList(items=items, next_cursor=following, keys=items)
+    return KeyList(items=items, next_cursor=following, keys=items, tenant=tenant)
 
 
 def revoke_key(
     db: Database, prefix: str, *, tenant: str | None, revoked_by: str = "cli"
 ) -> KeyInfo:
-    """Revoke by prefix (or the whole key); ``tenant`` limits it to that tenant's keys."""
+    """Revoke by prefix (or the whole key); ``tenant`` limits it to that tenant's keys (an
+    all-tenant key is no tenant's: only None reaches it)."""
     prefix = prefix.removeprefix("ek_").split("_", 1)[0].lower()
     with db.admin_connection() as conn, conn.transaction():
         row = conn.execute(load_sql("access/revoke_key.sql"), (prefix, tenant, tenant)).fetchone()
         if row is None:
-            raise NotFound(f"no API key with prefix {prefix!r}")
+            where = "" if tenant is None else f" in tenant {tenant!r}"
+            raise NotFound(f"no API key with prefix {prefix!r}{where}")
         info = _info(row)
         _audit(conn, info.tenant, revoked_by, "key.revoke", prefix)
     return info
