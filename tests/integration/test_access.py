@@ -165,7 +165,7 @@ ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("POST", f"/keys/{'0' * 12}/revoke", "admin", None),
     ("GET", "/audit", "admin", None),
     ("GET", "/analysts", "admin", None),
-    ("POST", "/analysts", "admin", {"name": "matrix", "tenants": ["no-such-tenant"]}),
+    ("POST", "/analysts", "admin", {"name": "Not a name", "tenants": ["acme"]}),
     ("POST", f"/analysts/{GHOST}/revoke", "admin", None),
     ("GET", "/metrics", "admin", None),
     ("GET", "/memories", "read", None),
