@@ -224,7 +224,7 @@ def mcp_command(
 
     import uvicorn
 
-    from app.mcp.http import build_http_server, http_app
+    from app.mcp.http import standalone_app
     from app.services.access.auth import check_bind
     from app.services.jobs.worker import start_worker
     from app.services.runtime import Elephant
@@ -237,7 +237,7 @@ def mcp_command(
             start_worker(elephant)
         _warm_up(elephant)
         uvicorn.run(
-            http_app(build_http_server(settings, lambda: elephant), path="/mcp"),
+            standalone_app(settings, lambda: elephant),
             host=bind,
             port=port or settings.mcp.port,
             log_level=settings.log.level.lower(),

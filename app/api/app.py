@@ -39,6 +39,7 @@ from app.protocol import TENANT_HEADER
 from app.services.jobs.worker import start_worker
 from app.services.runtime import Elephant
 from app.web.access import AccessMiddleware
+from app.web.failed_auth import FailedAuthGuard
 from app.web.route_access import PUBLIC, check_route_access, route_access
 
 OPENAPI_PATH = "/schema"
@@ -78,6 +79,8 @@ def create_app(
     def provide_db() -> Database:
         return holder["elephant"].db
 
+    # Failed key checks from one address and key prefix: one budget for REST and MCP.
+    failed_auth = FailedAuthGuard(settings.auth)
     # MCP (streamable HTTP) at /mcp, served by the same runtime; its session manager
     # runs in the app's lifespan.
     mounts: list[ASGIRouteHandler] = []
@@ -86,7 +89,7 @@ def create_app(
     if settings.mcp.mount_in_api:
         from app.api.mcp import log_mount_path, mcp_mount
 
-        mcp_endpoint, mcp_lifespan = mcp_mount(settings, provide_elephant)
+        mcp_endpoint, mcp_lifespan = mcp_mount(settings, provide_elephant, failed_auth)
         mounts.append(mcp_endpoint)
         lifespan.append(mcp_lifespan)
         before_send.append(log_mount_path)
@@ -137,7 +140,7 @@ def create_app(
             ErrorShape(),  # outermost: reshapes errors written outside the exception handlers
             RequestLogContext(),
             RequestTiming(),
-            AccessMiddleware(settings, provide_elephant, bind, link_token),
+            AccessMiddleware(settings, provide_elephant, bind, link_token, failed_auth),
         ],
         before_send=before_send,
         cors_config=cors,

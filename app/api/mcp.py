@@ -18,8 +18,9 @@ from litestar.types import Message, Receive, ReceiveMessage, Scope, Send
 
 from app import logs
 from app.config import Settings
-from app.mcp.http import build_http_server, http_app
+from app.mcp.http import build_http_server, gated, http_app
 from app.services.runtime import Elephant
+from app.web.failed_auth import FailedAuthGuard
 from app.web.route_access import MCP
 
 MOUNT_PATH = "/mcp"
@@ -28,10 +29,12 @@ SNIFF_BYTES = 65536
 
 
 def mcp_mount(
-    settings: Settings, get_elephant: Callable[[], Elephant]
+    settings: Settings, get_elephant: Callable[[], Elephant], failed_auth: FailedAuthGuard
 ) -> tuple[ASGIRouteHandler, Callable[[Litestar], AbstractAsyncContextManager[None]]]:
-    """(the /mcp route handler, the lifespan that runs fastmcp's session manager)."""
-    app = http_app(build_http_server(settings, get_elephant), path="/")
+    """(the /mcp route handler, the lifespan that runs fastmcp's session manager). Keys
+    are checked by the MCP gate against ``failed_auth``, the budget REST spends too."""
+    mcp = http_app(build_http_server(settings, get_elephant), path="/")
+    app = gated(mcp, settings, get_elephant, failed_auth)
 
     @asgi(MOUNT_PATH, is_mount=True, copy_scope=True, opt=MCP.opt)
     async def mcp_endpoint(scope: Scope, receive: Receive, send: Send) -> None:
@@ -49,7 +52,7 @@ def mcp_mount(
 
     @asynccontextmanager
     async def lifespan(_: Litestar) -> AsyncIterator[None]:
-        async with app.lifespan(app):
+        async with mcp.lifespan(mcp):
             yield
 
     return mcp_endpoint, lifespan

@@ -32,7 +32,9 @@ class AuthSettings(_Section):
     rate_denied_per_minute: int = Field(
         30,
         ge=0,
-        description="Failed authentications per minute per client address before 429 "
+        description="Failed key checks per minute per client address and presented key prefix "
+        "before 429 (REST and MCP over HTTP count together; console sign-ins per address); "
+        "from one address, failures of keys not yet seen to verify may reach 10 times this "
         "(0 = no limit).",
     )
 

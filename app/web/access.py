@@ -52,6 +52,7 @@ from app.services.ops import server_link
 from app.services.runtime import Elephant
 from app.web.bearer import bearer_token
 from app.web.cookies import csrf_token, read_session_token
+from app.web.failed_auth import FailedAuthGuard
 from app.web.hosts import allowed_hosts, host_allowed
 from app.web.ratelimit import RateLimiter, per_minute
 from app.web.route_access import RouteAccess, route_access
@@ -106,6 +107,7 @@ class AccessMiddleware(ASGIMiddleware):
         get_elephant: Callable[[], Elephant],
         bind: str | None = None,
         link_token: str | None = None,
+        failed_auth: FailedAuthGuard | None = None,
     ) -> None:
         self.settings = settings
         # `elephant serve`'s per-run token for the local CLI (app/services/ops/server_link.py).
@@ -114,6 +116,8 @@ class AccessMiddleware(ASGIMiddleware):
         self.allowed_hosts = allowed_hosts(settings, bind)
         self.cors_origins = frozenset(settings.server.cors_origins)
         self.limiter = RateLimiter()
+        # Failed key checks: shared with the MCP mount's gate (one budget per process).
+        self.failed_auth = failed_auth or FailedAuthGuard(settings.auth)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
         request = _Request.of(scope)
@@ -276,14 +280,9 @@ class AccessMiddleware(ASGIMiddleware):
             return LOCAL
         if token is None:
             return authenticate(self.get_elephant().db, None)  # 401 without a lookup
-        # Guessing keys costs a lookup each: the guesser's address has a budget of failures.
-        self.limiter.check(client or "?", "denied", self.settings.auth.rate_denied_per_minute)
-        db = self.get_elephant().db
-        try:
-            return await anyio.to_thread.run_sync(authenticate, db, token, client)
-        except Unauthorized:
-            self.limiter.take(client or "?", "denied", self.settings.auth.rate_denied_per_minute)
-            raise
+        # Guessing keys costs a lookup each: failures have a budget per address and key
+        # prefix, shared with MCP over HTTP (app/web/failed_auth.py).
+        return await self.failed_auth.authenticate(self.get_elephant().db, token, client)
 
     async def _session_principal(self, request: _Request) -> Principal | None:
         """A console page's caller: its session cookie's key (or, keyless, local mode).

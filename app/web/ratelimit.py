@@ -31,7 +31,14 @@ class RateLimiter:
         """Raise RateLimited if the bucket is empty, without spending (count failures only)."""
         self._spend(caller, kind, per_minute, cost=0.0)
 
-    def _spend(self, caller: str, kind: str, per_minute: int, *, cost: float) -> None:
+    def charge(self, caller: str, kind: str, per_minute: int) -> None:
+        """Spend one token, never refusing: count what already happened (a failed key
+        check) even when a concurrent request emptied the bucket meanwhile."""
+        self._spend(caller, kind, per_minute, cost=1.0, refuse=False)
+
+    def _spend(
+        self, caller: str, kind: str, per_minute: int, *, cost: float, refuse: bool = True
+    ) -> None:
         if per_minute <= 0:
             return
         now = time.monotonic()
@@ -39,14 +46,14 @@ class RateLimiter:
         with self._lock:
             tokens, stamp = self._buckets.pop((caller, kind), (float(per_minute), now))
             tokens = min(float(per_minute), tokens + (now - stamp) * rate)
-            if tokens < 1.0:
+            if refuse and tokens < 1.0:
                 self._buckets[(caller, kind)] = (tokens, now)
                 wait = math.ceil((1.0 - tokens) / rate)
                 raise RateLimited(
                     f"too many {kind} requests: at most {per_minute} a minute; retry in {wait} s",
                     retry_after_s=wait,
                 )
-            self._buckets[(caller, kind)] = (tokens - cost, now)
+            self._buckets[(caller, kind)] = (max(0.0, tokens - cost), now)
             while len(self._buckets) > MAX_BUCKETS:
                 self._buckets.popitem(last=False)
 
