@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -29,6 +30,8 @@ from app.services.jobs.runner import drain
 from app.services.memory.commit import commit_note
 from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
+from app.services.transfer.export import export_to_path
+from app.services.transfer.vault import export_vault
 from tests.conftest import api_client, count_rows
 from tests.fakes import ScriptedLLM
 from tests.graph_backends import with_backend
@@ -258,7 +261,7 @@ def assert_gone(found: Scan, tenant: str) -> None:
 
 
 def test_subject_erasure_leaves_no_canary_anywhere(
-    client: Client, elephant: Elephant, other: Scan
+    client: Client, elephant: Elephant, other: Scan, tmp_path: Path
 ) -> None:
     tenant = "canary-a"
     ids = plant(client, elephant, tenant)
@@ -302,6 +305,22 @@ def test_subject_erasure_leaves_no_canary_anywhere(
         ).fetchall()
     assert logged == [(f"subject {digest(CANARY)}", str(report["total"]))]
     _check_what_stays(client, elephant, tenant, ids)
+    # What a tenant takes away: its export (vectors too) and its Markdown vault.
+    exported = tmp_path / "after.jsonl"
+    export_to_path(elephant, tenant, exported)
+    vault = tmp_path / "vault"
+    export_vault(elephant, tenant, vault)
+    files = [exported, *(f for f in vault.rglob("*") if f.is_file())]
+    assert len(files) > 2 and any("Reefwatch" in f.read_text() for f in files)
+    leaked = [
+        str(f.relative_to(tmp_path)) for f in files if _mentions_canary(f.read_text() + f.name)
+    ]
+    assert leaked == [], f"the erased subject survived in {leaked}"
+
+
+def _mentions_canary(text: str) -> bool:
+    lowered = text.lower()
+    return CANARY.lower() in lowered or ALIAS.lower() in lowered
 
 
 def _check_what_stays(client: Client, elephant: Elephant, tenant: str, ids: dict[str, Any]) -> None:

@@ -18,11 +18,18 @@ from app.services.access import erasure
 
 # Parents first: every foreign key points at a table earlier in this list.
 ORDER: tuple[str, ...] = tuple(reversed(erasure.TABLES))
-# Tenant tables never exported: the audit log and API keys belong to the deployment, the
+# Tenant tables never exported: the audit log, API keys and analyst grants belong to the
+# deployment (who may reach the data, not the data), the
 # AGE graph registry is made by provisioning, and the graph travels through its backend
 # (so an export from AGE imports into the relational tables and the other way round).
 SKIPPED: frozenset[str] = frozenset(
-    {*erasure.KEPT_TABLES, "api_keys", "graphs", *erasure.RELATIONAL_GRAPH_TABLES}
+    {
+        *erasure.KEPT_TABLES,
+        "api_keys",
+        "analyst_grants",
+        "graphs",
+        *erasure.RELATIONAL_GRAPH_TABLES,
+    }
 )
 VECTOR_TYPES = frozenset({"vector", "halfvec", "sparsevec"})
 
