@@ -6,7 +6,7 @@ with API keys against the keyless local mode.
 A fresh embedded database in a temporary data dir; uvicorn on 127.0.0.1; one
 httpx client (keep-alive) sending `GET /contradictions?limit=1` (one small
 indexed query), so the difference between the two modes is the access path:
-Host and origin checks, the key lookup (`elephant_lookup_key`), scope, rate
+Host and origin checks, the key check (`elephant_verify_key`), scope, rate
 bucket. `--smoke` runs 20 requests (seconds; the test suite runs it).
 """
 
