@@ -437,7 +437,7 @@ def config_show() -> None:
 
 @config.command("reference")
 def config_reference() -> None:
-    """Print every key, its environment variable and default (the README table)."""
+    """Every key, its environment variable and default (the table in docs/configuration.md)."""
     click.echo(reference_markdown())
 
 
