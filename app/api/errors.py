@@ -55,13 +55,17 @@ INTERNAL_MESSAGE = "an unexpected error occurred on the server; it has been logg
 
 
 def elephant_error_handler(_: Request[Any, Any, Any], exc: ElephantError) -> Response[Any]:
-    headers: dict[str, str] = {}
+    headers = retry_headers(exc)
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="elephant"'
-    retry_after = getattr(exc, "retry_after_s", None)  # rate limits, a database recovering
-    if retry_after is not None:
-        headers["Retry-After"] = str(retry_after)
     return Response(content=exc.to_dict(), status_code=exc.status_code, headers=headers)
+
+
+def retry_headers(exc: ElephantError) -> dict[str, str]:
+    """``Retry-After`` of an error that says when to try again (a rate limit, a database
+    recovering), for the API's answers and the console's pages alike."""
+    retry_after = getattr(exc, "retry_after_s", None)
+    return {} if retry_after is None else {"Retry-After": str(retry_after)}
 
 
 def validation_error_handler(

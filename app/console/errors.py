@@ -10,22 +10,24 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException
 from litestar.response import Template
 
-from app.api.errors import INTERNAL_MESSAGE, error_code
+from app.api.errors import INTERNAL_MESSAGE, error_code, retry_headers
 from app.errors import ElephantError, InvalidInput
 
 log = logging.getLogger(__name__)
 
 
-def _error_page(status: int, message: str) -> Template:
+def _error_page(status: int, message: str, headers: dict[str, str] | None = None) -> Template:
     return Template(
         template_name="error.html",
         status_code=status,
         context={"status": status, "code": error_code(status), "message": message},
+        headers=headers,
     )
 
 
 def elephant_error(_: Request[Any, Any, Any], exc: ElephantError) -> Response[Any]:
-    return _error_page(exc.status_code, exc.message)
+    """The API's error as a page, with its Retry-After (a 429, a 503 while recovering)."""
+    return _error_page(exc.status_code, exc.message, retry_headers(exc))
 
 
 def validation_error(_: Request[Any, Any, Any], exc: pydantic.ValidationError) -> Response[Any]:

@@ -11,6 +11,7 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, Parameter
 from litestar.response import Redirect, Template
 
+from app.api.errors import retry_headers
 from app.config import Settings, validate_tenant_id
 from app.errors import ElephantError, InvalidInput, RateLimited
 from app.services.access import audit, console_sessions
@@ -36,11 +37,14 @@ def safe_next(target: str | None) -> str:
     return "/ui/"
 
 
-def _sign_in_page(message: str | None, target: str, status: int = 200) -> Template:
+def _sign_in_page(
+    message: str | None, target: str, status: int = 200, headers: dict[str, str] | None = None
+) -> Template:
     return Template(
         template_name="login.html",
         status_code=status,
         context={"message": message, "next": target},
+        headers=headers,
     )
 
 
@@ -78,8 +82,8 @@ class SignInPages(Controller):
             session = console_sessions.sign_in(
                 elephant.db, data.key.strip(), client, settings.console.session_hours
             )
-        except RateLimited as exc:
-            return _sign_in_page(exc.message, target, exc.status_code)
+        except RateLimited as exc:  # the form again, with when to retry
+            return _sign_in_page(exc.message, target, exc.status_code, retry_headers(exc))
         except ElephantError as exc:
             _failures.take(client, "sign-in", budget)
             audit.record(
