@@ -244,19 +244,37 @@ class EmbeddedPostgres:
     def _ensure_initialised(self) -> None:
         if (self.pgdata / "PG_VERSION").exists():
             return
+        try:
+            holds_files = self.pgdata.is_dir() and any(self.pgdata.iterdir())
+        except OSError:
+            holds_files = False  # unreadable: initdb says why
+        if holds_files:  # but no PG_VERSION: a damaged data dir (initdb would refuse it too)
+            raise DatabaseUnavailable(
+                f"the embedded postgres cannot start: its data directory {self.pgdata} holds "
+                "files but no PG_VERSION, so it is not a whole PostgreSQL data directory "
+                f"(damaged, or not one). {self._set_aside()}"
+            )
         log.info("initialising embedded postgres in %s", self.pgdata)
-        self._run(
-            "initdb",
-            "-D",
-            str(self.pgdata),
-            "-U",
-            SUPERUSER,
-            "--auth-local=trust",
-            "--auth-host=scram-sha-256",
-            "--encoding=UTF8",
-            "--locale=C.UTF-8",
-            "--no-instructions",
-        )
+        try:
+            self._run(
+                "initdb",
+                "-D",
+                str(self.pgdata),
+                "-U",
+                SUPERUSER,
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
+                "--no-instructions",
+            )
+        except subprocess.CalledProcessError as exc:
+            said = (exc.stderr or exc.stdout or "").strip() or "(it printed nothing)"
+            raise DatabaseUnavailable(
+                f"the embedded postgres could not create its data directory {self.pgdata}: "
+                f"initdb exited with status {exc.returncode}:\n{said}\n"
+                f"Check that {self.root} is writable and its disk has space."
+            ) from None
         with (self.pgdata / "postgresql.conf").open("a") as conf:
             conf.write("\n# Elephant's settings, rewritten at every start\n")
             conf.write("include_if_exists = 'elephant.conf'\n")
@@ -291,6 +309,7 @@ class EmbeddedPostgres:
     def _start_server(self) -> None:
         self._clear_crash_leftovers()
         started = time.monotonic()
+        logged = self._log_size()  # what this start writes to the log comes after
         try:
             self._run(
                 "pg_ctl",
@@ -305,9 +324,17 @@ class EmbeddedPostgres:
                 new_session=True,
             )
         except subprocess.CalledProcessError as exc:
+            # pg_ctl's own output is not captured (the server it starts would inherit the
+            # pipe); what went wrong is in the server's log, from this start on.
+            said = self._log_since(logged)
             raise DatabaseUnavailable(
-                f"the embedded postgres did not start: {exc.stderr or exc.stdout}"
-                f"\n--- last lines of {self.log_file} ---\n{self._log_tail()}"
+                f"the embedded postgres in {self.pgdata} did not start (pg_ctl start exited "
+                f"with status {exc.returncode}). The server's log ({self.log_file}) says:\n"
+                f"{said or '(nothing: see the whole log)'}\nIf that names a missing or "
+                "damaged file (global/pg_control, PG_VERSION, a relation) or files of another "
+                "PostgreSQL version, the data directory is damaged or not this server's. "
+                f"{self._set_aside()} Otherwise check the disk space and the permissions of "
+                f"{self.root}."
             ) from None
         log.info("embedded postgres started in %.2fs", time.monotonic() - started)
 
@@ -439,6 +466,31 @@ class EmbeddedPostgres:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
+
+    def _log_size(self) -> int:
+        try:
+            return self.log_file.stat().st_size
+        except OSError:
+            return 0
+
+    def _log_since(self, offset: int, lines: int = 20) -> str:
+        """The last ``lines`` lines the log gained after ``offset`` bytes ("" if none)."""
+        try:
+            with self.log_file.open("rb") as handle:
+                handle.seek(offset)
+                text = handle.read().decode(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def _set_aside(self) -> str:
+        """What to do when the data directory itself is damaged."""
+        return (
+            "Stop everything using it (elephant embedded stop) and keep a copy; then repair "
+            f"it with PostgreSQL's tools, or move it aside (mv {self.pgdata} "
+            f"{self.pgdata}.broken) so that the next start creates an empty one, and restore "
+            "into that from a backup or an export (elephant import)."
+        )
 
 
 def _quote(value: str) -> str:

@@ -252,3 +252,39 @@ def test_tcp_requires_a_password(tmp_path: Path) -> None:
                 psycopg.connect(attempt, connect_timeout=5)
     finally:
         db.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "named"),
+    [
+        ("delete global/pg_control", "global/pg_control"),
+        ("corrupt PG_VERSION", "incompatible"),
+        ("delete PG_VERSION", "no PG_VERSION"),
+    ],
+)
+def test_a_broken_data_dir_says_what_failed_and_what_to_do(
+    root: Path, damage: str, named: str
+) -> None:
+    """Found by an outside attack: a damaged data dir printed 'the embedded postgres did
+    not start: None'. The message now quotes what failed (the server's log from this start,
+    or the missing PG_VERSION), names the data dir and says how to set it aside."""
+    from app.errors import DatabaseUnavailable
+
+    server = EmbeddedPostgres(root)
+    server.start()
+    server.release()
+    pgdata = root / "pgdata"
+    if damage == "delete global/pg_control":
+        (pgdata / "global" / "pg_control").unlink()
+    elif damage == "corrupt PG_VERSION":
+        (pgdata / "PG_VERSION").write_text("9\n")
+    else:
+        (pgdata / "PG_VERSION").unlink()
+    with pytest.raises(DatabaseUnavailable) as caught:
+        EmbeddedPostgres(root).start()
+    message = caught.value.message
+    assert "None" not in message, message
+    assert named in message and str(pgdata.resolve()) in message, message
+    assert f"mv {pgdata.resolve()} {pgdata.resolve()}.broken" in message, message
+    assert "database system was shut down" not in message, message  # only this start's lines
+    assert postgres_processes(root) == []
