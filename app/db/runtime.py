@@ -384,6 +384,49 @@ class Database:
                 f"tenant {tenant_id!r} was erased while this request ran; retry to start it afresh"
             ) from None
 
+    @contextmanager
+    def provisioned_tenant(
+        self, tenant_id: str, provision: Callable[[Connection], None]
+    ) -> Iterator[Connection]:
+        """:meth:`tenant` and what only the migrator may create for the tenant (``provision``:
+        its AGE graph) in one transaction, for a write that must land whole or not at all
+        (an import): a failure leaves no tenant row, no graph and no row anywhere.
+
+        The transaction begins as the migrator, which runs ``provision``, then continues
+        as the app role (``SET LOCAL ROLE``; the migrator is a superuser or a member of
+        it, as the external pools' ``SET ROLE`` needs), scoped to the tenant by row-level
+        security with the app connections' settings; it commits on success. AGE's
+        create_graph is catalog work like any DDL: a rollback takes the graph back too.
+        """
+        try:
+            validate_tenant_id(tenant_id)
+        except ValueError as exc:
+            raise InvalidInput(str(exc)) from None
+        options = self.settings.database
+        age = self.capabilities is not None and self.capabilities.age
+        with self.admin_connection() as conn, conn.transaction():
+            # Row-level security may apply to the migrator (external mode, FORCE): scope it.
+            conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant_id))
+            provision(conn)
+            if age and "age" not in self.capabilities_preloaded():
+                conn.execute("LOAD 'age'")  # the migrator's right, as _configure_session
+            conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(options.app_role)))
+            conn.execute(  # the tenant, and what an app session carries (as _begin, pooled)
+                "SELECT " + ", ".join((_OPEN_TENANT, _LOCAL_APP)),
+                (TENANT_SETTING, tenant_id, str(options.statement_timeout_ms)),
+            )
+            if age:
+                conn.execute(
+                    "SELECT set_config('search_path', '\"$user\", public, ag_catalog', true)"
+                )
+            register_vector(conn)
+            conn.execute(
+                "INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (tenant_id,)
+            )
+            yield conn
+        with self._lock:  # committed: the row exists
+            self._known_tenants.add(tenant_id)
+
     # ------------------------------------------------------------ reads (replicas)
 
     @contextmanager

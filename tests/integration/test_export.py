@@ -20,7 +20,9 @@ from app.config import Settings
 from app.db import Database
 from app.errors import Conflict, InvalidInput, NotFound
 from app.providers.embedder import Embedder
+from app.services.graph.age import graph_name
 from app.services.graph.backend import Backend
+from app.services.lifecycle import maintenance
 from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import search
 from app.services.runtime import Elephant
@@ -429,6 +431,133 @@ def test_bad_files_are_refused_and_nothing_is_written(
     with pytest.raises(InvalidInput, match=message):
         import_tenant(elephant, path, tenant, new_ids=True)
     assert all(not found for name, found in rows(elephant, tenant).items() if name != "tenants")
+
+
+def left_behind(elephant: Elephant, tenant: str) -> dict[str, int]:
+    """Whatever the database holds of a tenant, read as the migrator (which creates nothing
+    and sees every row): its row, its graph (the registry row, AGE's catalogue entry and
+    schema) and its rows in every table with a tenant_id, jobs and maintenance_runs
+    included. Empty: nothing."""
+    graph = graph_name(tenant)
+    found: dict[str, int] = {}
+    with elephant.db.admin_connection() as conn:
+
+        def count(statement: sql.Composable | str, value: str) -> int:
+            row = conn.execute(statement, (value,)).fetchone()
+            return int(row[0]) if row else 0
+
+        found["tenants"] = count("SELECT count(*) FROM tenants WHERE id = %s", tenant)
+        tables = conn.execute(
+            "SELECT c.table_name FROM information_schema.columns AS c JOIN "
+            "information_schema.tables AS t USING (table_schema, table_name) WHERE "
+            "c.column_name = 'tenant_id' AND c.table_schema = 'public' "
+            "AND t.table_type = 'BASE TABLE'"
+        ).fetchall()
+        assert {"graphs", "jobs", "maintenance_runs", "memories"} <= {r[0] for r in tables}
+        for (table,) in tables:
+            found[table] = count(
+                sql.SQL("SELECT count(*) FROM {} WHERE tenant_id = %s").format(
+                    sql.Identifier(table)
+                ),
+                tenant,
+            )
+        found["graph schema"] = count("SELECT count(*) FROM pg_namespace WHERE nspname = %s", graph)
+        if conn.execute("SELECT to_regclass('ag_catalog.ag_graph')").fetchone() != (None,):
+            found["ag_catalog.ag_graph"] = count(
+                "SELECT count(*) FROM ag_catalog.ag_graph WHERE name = %s", graph
+            )
+    return {name: n for name, n in found.items() if n}
+
+
+def test_an_import_refused_for_an_id_clash_leaves_nothing_and_can_be_retried(
+    planted: str,
+    elephant: Elephant,
+    tmp_path: Path,
+    pg_data_dir: Path,
+    new_database: Callable[..., str],
+    embedder: Embedder,
+) -> None:
+    """All or nothing: the graph the file needs is made in the import's transaction, so a
+    refusal leaves no tenant row or graph for the maintenance scheduler to take up, and
+    the same tenant takes the corrected import."""
+    path = tmp_path / "a.jsonl"
+    export_to_path(elephant, planted, path)
+    other = second_runtime(pg_data_dir, new_database, embedder, "export_clash")
+    try:
+        import_tenant(other, path)  # the tenant it came from, ids kept
+        with pytest.raises(Conflict, match="Nothing was imported"):
+            import_tenant(other, path, "exp-clash")  # the same ids again
+        assert left_behind(other, "exp-clash") == {}
+        assert "exp-clash" not in maintenance.tenants(other)
+        maintenance.enqueue_due(other)
+        assert left_behind(other, "exp-clash") == {}
+        report = import_tenant(other, path, "exp-clash", new_ids=True)
+        assert report.tenant == "exp-clash" and report.graph_entities > 0
+        assert graph_of(other, "exp-clash") == graph_of(elephant, planted)
+        assert left_behind(other, "exp-clash")["memories"] == report.rows["memories"]
+    finally:
+        other.close()
+
+
+@pytest.fixture(scope="module")
+def full(planted: str, elephant: Elephant, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An export with its vectors: an import of it embeds nothing."""
+    path = tmp_path_factory.mktemp("export") / "full.jsonl"
+    export_to_path(elephant, planted, path)
+    return path
+
+
+def _row_where(values: list[Any], table: str, **matching: Any) -> int:
+    return next(
+        i
+        for i, v in enumerate(values)
+        if v.get("table") == table and all(v["row"].get(k) == w for k, w in matching.items())
+    )
+
+
+def _changed(table: str, change: dict[str, Any], **matching: Any) -> Callable[..., list[Any]]:
+    def damage(values: list[Any]) -> list[Any]:
+        values = [*values]
+        at = _row_where(values, table, **matching)
+        values[at] = {"table": table, "row": {**values[at]["row"], **change}}
+        return values
+
+    return damage
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (_changed("memories", {"text": "x" * 32_001}, kind="note"),
+         "a row of memories: text is 32001 characters; the limit is 32000"),
+        (_changed("turns", {"text": "y" * 32_001}),
+         "a row of turns: text is 32001 characters; the limit is 32000"),
+        (_changed("turns", {"speaker": "S" * 201}),
+         "a row of turns: speaker: String should have at most 200 characters"),
+        (_changed("memories", {"text": 12345}, kind="note"),
+         "a row of memories: text: Input should be a valid string"),
+        (_changed("memories", {"importance": 1000}, kind="note"),
+         "a row of memories: importance: Input should be less than or equal to 100"),
+        (_changed("conversations", {"source": "s" * 101}),
+         "a row of conversations: source: String should have at most 100 characters"),
+        (_changed("turns", {"seq": -1}), "do not fit this database: .* check constraint"),
+    ],
+    ids=["long-note", "long-turn", "long-speaker", "number-for-text", "importance", "source",
+         "check-constraint"],
+)  # fmt: skip
+def test_an_import_is_held_to_the_api_input_rules_and_leaves_nothing(
+    full: Path, elephant: Elephant, tmp_path: Path, damage: Any, message: str, request: Any
+) -> None:
+    """A file is input like a request: what /commit refuses is refused (before anything is
+    written), and the corrected file then imports into the same tenant."""
+    path = tmp_path / "bad.jsonl"
+    write_lines(path, damage(lines(full)))
+    tenant = f"exp-rules-{request.node.callspec.id}"
+    with pytest.raises(InvalidInput, match=message):
+        import_tenant(elephant, path, tenant, new_ids=True)
+    assert left_behind(elephant, tenant) == {}
+    report = import_tenant(elephant, full, tenant, new_ids=True)
+    assert report.rows["memories"] == lines(full)[0]["counts"]["memories"]
 
 
 def test_export_of_an_unknown_tenant_is_not_found(elephant: Elephant, tmp_path: Path) -> None:

@@ -220,7 +220,9 @@ FEATURE_IMPORTS: dict[str, frozenset[str]] = {
     ),
     "retrieval": frozenset({"common", "facts", "graph", "lifecycle", "ops", "runtime"}),
     "runtime": frozenset({"graph", "jobs", "retrieval"}),
-    "transfer": frozenset({"access", "graph", "lifecycle", "runtime"}),
+    # transfer -> common, facts, memory: an import checks its rows with the doors' input
+    # models and the commit's length limit (transfer/rules.py)
+    "transfer": frozenset({"access", "common", "facts", "graph", "lifecycle", "memory", "runtime"}),
 }
 
 

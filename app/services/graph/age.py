@@ -150,6 +150,18 @@ class AGEGraphStore:
         """Create the graph, its labels, indexes and grants once; safe under concurrency."""
         if tenant in self._ready:
             return
+        self._require_age()
+        with self._lock, self.db.admin_connection() as conn, conn.transaction():
+            _provision(conn, tenant, self.db.settings.database.app_role)
+            self._ready.add(tenant)
+
+    def provision(self, conn: Connection, tenant: str) -> None:
+        """As ensure, in the caller's migrator transaction; the graph is not remembered as
+        ready (the transaction may still roll back): exists() finds its registry row."""
+        self._require_age()
+        _provision(conn, tenant, self.db.settings.database.app_role)
+
+    def _require_age(self) -> None:
         capabilities = self.db.capabilities
         if capabilities is None or not capabilities.age:
             raise CapabilityMissing(
@@ -157,9 +169,6 @@ class AGEGraphStore:
                 "does not have: install AGE (https://age.apache.org) and run `elephant "
                 "migrate`, or use the embedded server, which includes it"
             )
-        with self._lock, self.db.admin_connection() as conn, conn.transaction():
-            _provision(conn, tenant, self.db.settings.database.app_role)
-            self._ready.add(tenant)
 
     def counts(self, conn: Connection, tenant: str) -> GraphCounts:
         if not self.exists(conn, tenant):

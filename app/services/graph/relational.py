@@ -101,6 +101,9 @@ class RelationalGraphStore:
         """Nothing to create: the tables come with the migrations, the tenant row with
         the tenant transaction."""
 
+    def provision(self, conn: Connection, tenant: str) -> None:
+        """Nothing to create (see ensure)."""
+
     def forget(self, tenant: str) -> None:
         """Nothing is remembered per tenant."""
 

@@ -100,6 +100,11 @@ class GraphStore(Protocol):
     def ensure(self, tenant: str) -> None:
         """Create the tenant's graph if it does not exist (outside any tenant transaction)."""
 
+    def provision(self, conn: Connection, tenant: str) -> None:
+        """Create the tenant's graph if it does not exist, inside ``conn``'s transaction as
+        the migrator (``Database.provisioned_tenant``): it commits or rolls back with the
+        rows written after it, so a failed import leaves no graph."""
+
     def forget(self, tenant: str) -> None:
         """The tenant was erased: drop whatever this process remembers of its graph."""
 

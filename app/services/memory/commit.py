@@ -57,7 +57,9 @@ class _Candidate:
     embedding: Vectors | None  # a row; None when the embedder is down
 
 
-def _check_length(elephant: Elephant, text: str, where: str) -> None:
+def check_length(elephant: Elephant, text: str, where: str) -> None:
+    """The longest note or turn accepted (commit.max_text_chars); an import checks the
+    notes and turns of its file with it too (app/services/transfer/rules.py)."""
     limit = elephant.settings.commit.max_text_chars
     if len(text) > limit:
         raise InvalidInput(
@@ -222,7 +224,7 @@ def commit_note(
 ) -> NoteResponse:
     """Store one note, unless it is a duplicate or the gate rejects it; the result holds
     the gate's scores as computed (/commit answers with ``rounded()``)."""
-    _check_length(elephant, note.text, "text")
+    check_length(elephant, note.text, "text")
     digest = content_hash(note.text)
     parts = passages.note_passages(note.text, elephant.settings.embedding.passage_words)
     vectors = _embed(elephant, [note.text] + [p.text for p in parts])
@@ -324,7 +326,7 @@ def commit_conversation(
             "(commit.max_turns): send the conversation in parts with the same conversation_id"
         )
     for index, turn in enumerate(conversation.turns):
-        _check_length(elephant, turn.text, f"turns[{index}].text")
+        check_length(elephant, turn.text, f"turns[{index}].text")
     turns = _window_turns(conversation)
     windows = build_windows(turns, conversation.window_size, conversation.stride)
     parts = passages.turn_passages(turns, elephant.settings.embedding.passage_words)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,17 +184,22 @@ def _row(value: JSONObject, number: int, header: Header) -> tuple[str, JSONObjec
     return section, row
 
 
-def scan(path: Path) -> Scan:
-    """Read the whole file once, checking every line; raises InvalidInput naming the first
-    bad line. Nothing is written until a file passes."""
+RowCheck = Callable[[str, JSONObject], None]
+"""Checks a row of a section, raising InvalidInput with what to fix (the import's rules,
+app/services/transfer/rules.py)."""
+
+
+def scan(path: Path, check: RowCheck | None = None) -> Scan:
+    """Read the whole file once, checking every line (and each row with ``check``); raises
+    InvalidInput naming the first bad line. Nothing is written until a file passes."""
     try:
         with open_text(path, "r") as handle:
-            return _scan(handle, path)
+            return _scan(handle, path, check)
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"cannot read {path}: {exc}") from None
 
 
-def _scan(handle: IO[str], path: Path) -> Scan:
+def _scan(handle: IO[str], path: Path, check: RowCheck | None) -> Scan:
     lines = numbered_lines(handle)
     first = next(lines, None)
     if first is None:
@@ -211,7 +216,12 @@ def _scan(handle: IO[str], path: Path) -> Scan:
         if "end" in value:
             trailer = value
             continue
-        section, _values = _row(value, number, header)
+        section, row = _row(value, number, header)
+        if check is not None:
+            try:
+                check(section, row)
+            except InvalidInput as exc:
+                raise InvalidInput(f"line {number}: a row of {section}: {exc.message}") from None
         index = header.sections.index(section)
         if index < position:
             raise InvalidInput(

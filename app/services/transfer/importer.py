@@ -1,13 +1,18 @@
 """Import an export file into an empty tenant: one transaction, all or nothing.
 
 1. The whole file is read once and checked (``fileformat.scan``): a bad line, an unknown
-   format version or table, a row of another tenant, a cut-off file is refused before
-   anything is written.
-2. In one transaction as the app role inside the target tenant (row-level security):
-   the tenant must hold nothing yet; the rows are copied (COPY) into a temporary table
+   format version or table, a row of another tenant, a cut-off file, a row the API would
+   refuse (``rules``: a note over commit.max_text_chars, a speaker too long, a number
+   where text goes) is refused before anything is written.
+2. In one transaction (``Database.provisioned_tenant``): the migrator creates the
+   tenant's AGE graph when the file has a graph, then the transaction goes on as the app
+   role inside the target tenant (row-level security), which creates the tenant row. The
+   tenant must hold nothing yet; the rows are copied (COPY) into a temporary table
    and inserted table by table, parents first, by set-based ``INSERT ... SELECT`` from
    ``jsonb_populate_record``: columns as this database has them (one the file lacks
-   takes its default; one this database lacks is an error naming it).
+   takes its default; one this database lacks is an error naming it). A failure rolls
+   all of it back, graph and tenant row included: nothing is left for the maintenance
+   scheduler to find, and the same import can be run again.
 3. Ids: uuids (conversations, memories, facts) are kept, or with ``new_ids`` replaced
    everywhere they are referenced (foreign keys, and uuid strings at the top level of
    JSON columns such as job payloads). Row numbers from database-wide sequences (turns,
@@ -44,7 +49,7 @@ from app.services.graph.store import Entity, GraphStore, Relation
 from app.services.graph.transfer import PAGE
 from app.services.lifecycle.backfill import fill_passages
 from app.services.runtime import Elephant
-from app.services.transfer import catalog, fileformat
+from app.services.transfer import catalog, fileformat, rules
 from app.services.transfer.catalog import Catalog, Column, Table
 from app.services.transfer.export import VECTOR_COLUMN
 
@@ -103,7 +108,7 @@ def import_tenant(
 ) -> ImportReport:
     """Import ``path`` into ``tenant`` (default: the tenant it was exported from)."""
     started = time.perf_counter()
-    scanned = fileformat.scan(path)
+    scanned = fileformat.scan(path, rules.RowRules(elephant))  # the doors' input rules
     header = scanned.header
     target = tenant or header.tenant
     try:
@@ -112,10 +117,13 @@ def import_tenant(
         raise InvalidInput(str(exc)) from None
     graph_rows = sum(scanned.counts.get(s, 0) for s in fileformat.GRAPH_SECTIONS)
     store = _store(elephant, graph_rows)
-    if store is not None and graph_rows:
-        store.ensure(target)  # an AGE graph is provisioned outside the tenant transaction
+
+    def provision(conn: Connection) -> None:
+        if store is not None and graph_rows:
+            store.provision(conn, target)  # an AGE graph: in the transaction, by the migrator
+
     try:
-        with elephant.db.tenant(target) as conn:
+        with elephant.db.provisioned_tenant(target, provision) as conn:
             report = _import(elephant, conn, path, scanned, target, new_ids, store)
     except psycopg.errors.UniqueViolation as exc:
         constraint = exc.diag.constraint_name or "a unique constraint"
@@ -129,7 +137,7 @@ def import_tenant(
             f"the file's rows conflict with rows in this database ({constraint}): "
             f"{exc.diag.message_detail or exc.diag.message_primary}. Nothing was imported"
         ) from None
-    except (psycopg.errors.DataError, psycopg.errors.IntegrityConstraintViolation) as exc:
+    except (psycopg.errors.DataError, psycopg.errors.IntegrityError) as exc:  # any 22/23xxx
         raise InvalidInput(
             f"the file's rows do not fit this database: {exc.diag.message_primary} "
             f"({exc.diag.table_name or 'a table'}); nothing was imported"
