@@ -37,6 +37,7 @@ from elephant_client._inputs import (
 )
 from elephant_client._models import (
     Admission,
+    AnalystInfo,
     AuditEntry,
     ChainContradiction,
     ChainLink,
@@ -45,6 +46,7 @@ from elephant_client._models import (
     ContradictionSide,
     ConversationResult,
     ConversationSummary,
+    CreatedAnalyst,
     CreatedKey,
     EntityLink,
     EntitySummary,
@@ -104,6 +106,7 @@ __all__ = [
     "NO_RETRY",
     "URL_ENV",
     "Admission",
+    "AnalystInfo",
     "AsyncElephant",
     "AuditEntry",
     "ChainContradiction",
@@ -115,6 +118,7 @@ __all__ = [
     "ContradictionSide",
     "ConversationResult",
     "ConversationSummary",
+    "CreatedAnalyst",
     "CreatedKey",
     "Elephant",
     "ElephantError",

@@ -757,6 +757,28 @@ class CreatedKey(KeyInfo):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class AnalystInfo:
+    """A SQL analyst role (a read-only Postgres login bound to its tenants)."""
+
+    name: str
+    role: str
+    tenants: list[str]
+    statement_timeout_seconds: int
+    created_by: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CreatedAnalyst(AnalystInfo):
+    """POST /analysts: the record, its ``password`` (shown this once) and ``connection``
+    (where it logs in, without the password)."""
+
+    password: str
+    connection: str
+    note: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class AuditEntry:
     id: int
     at: datetime

@@ -39,11 +39,13 @@ from elephant_client._inputs import (
 )
 from elephant_client._models import (
     Admission,
+    AnalystInfo,
     AuditEntry,
     CommitResult,
     Contradiction,
     ConversationResult,
     ConversationSummary,
+    CreatedAnalyst,
     CreatedKey,
     EntitySummary,
     ErasureReport,
@@ -826,6 +828,29 @@ class Elephant:
         query = params(all_tenants=all_tenants or None)
         call = Call("POST", f"/keys/{_id(prefix)}/revoke", query)
         return decode(KeyInfo, self._send(call))
+
+    def create_analyst(
+        self, name: str, *, tenants: Sequence[str], statement_timeout_seconds: int | None = None
+    ) -> CreatedAnalyst:
+        """POST /analysts: a read-only SQL login for ``tenants``; ``password`` is shown this
+        once. Not retried on 503 (a repeat would be refused as a duplicate)."""
+        request = body(
+            name=name, tenants=list(tenants), statement_timeout_seconds=statement_timeout_seconds
+        )
+        call = Call("POST", "/analysts", body=request, retry_safe=False)
+        return decode(CreatedAnalyst, self._send(call))
+
+    def analysts(self, *, all_tenants: bool = False) -> list[AnalystInfo]:
+        """GET /analysts: the analysts of this tenant (every one: all-tenant keys only)."""
+        query = params(all_tenants=all_tenants or None)
+        data = self._send(Call("GET", "/analysts", query))
+        return decode(list[AnalystInfo], data.get("items") if isinstance(data, dict) else data)
+
+    def revoke_analyst(self, name: str, *, all_tenants: bool = False) -> AnalystInfo:
+        """POST /analysts/{name}/revoke: its role is dropped; it cannot log in again."""
+        query = params(all_tenants=all_tenants or None)
+        call = Call("POST", f"/analysts/{_id(name)}/revoke", query)
+        return decode(AnalystInfo, self._send(call))
 
     def audit(
         self, *, all_tenants: bool = False, limit: int | None = None, cursor: str | None = None

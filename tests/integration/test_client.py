@@ -869,3 +869,19 @@ def test_readme_quick_start_runs_as_written(
     out = capsys.readouterr().out
     assert "April 14" in out, out
     assert out.count("fuel leak") >= 2, out  # a search hit, and reflect's cited source
+
+
+def test_analysts_through_the_client(url: str, operator: str) -> None:
+    with client(url, operator, "client_analysts") as admin:
+        admin.commit(unique("Analysts need a tenant that exists."), force=True)
+        created = admin.create_analyst("client_ana", tenants=["client_analysts"])
+        assert created.password and created.tenants == ["client_analysts"]
+        assert "password" not in created.connection
+        try:
+            assert "client_ana" in [a.name for a in admin.analysts()]
+            with pytest.raises(Conflict):
+                admin.create_analyst("client_ana", tenants=["client_analysts"])
+        finally:
+            revoked = admin.revoke_analyst("client_ana")
+        assert revoked.role == created.role
+        assert "client_ana" not in [a.name for a in admin.analysts()]
