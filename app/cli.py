@@ -155,6 +155,7 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
             port=served_port,
             log_level=settings.log.level.lower(),
             log_config=None,  # our handler and format (app.logs), not uvicorn's
+            access_log=False,  # the app's own, by route template (app/web/access_log.py)
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     except SystemExit as exc:  # SIGTERM, re-raised by uvicorn once it has shut down
@@ -228,6 +229,7 @@ def mcp_command(
     from app.services.access.auth import check_bind
     from app.services.jobs.worker import start_worker
     from app.services.runtime import Elephant
+    from app.web.access_log import AccessLog
 
     bind = host or settings.mcp.host
     check_bind(settings, bind, where="elephant mcp --http")
@@ -237,11 +239,16 @@ def mcp_command(
             start_worker(elephant)
         _warm_up(elephant)
         uvicorn.run(
-            standalone_app(settings, lambda: elephant),
+            AccessLog(
+                standalone_app(settings, lambda: elephant),
+                frozenset({"/mcp"}),  # the one route standalone_app serves
+                detail=settings.log.access_detail,
+            ),
             host=bind,
             port=port or settings.mcp.port,
             log_level=settings.log.level.lower(),
             log_config=None,
+            access_log=False,  # AccessLog's lines, by route, instead of the path as sent
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     finally:

@@ -3,10 +3,14 @@ lines to stderr (text, or one JSON object per line), each carrying the fields bo
 the request it belongs to (its request id; for MCP, the method and tool).
 
 Fields are bound with :func:`bound` (a contextvar, so they follow the request into its
-worker thread and out to uvicorn's access line, which is written from the request's
-task). An exception that declares itself expected (a ``log_level`` below WARNING, as
-the MCP errors we raise for a caller's mistake do) is logged as one line, without its
-traceback.
+worker thread and out to the access line, which is written from the request's task).
+An exception that declares itself expected (a ``log_level`` below WARNING, as the MCP
+errors we raise for a caller's mistake do) is logged as one line with its error code,
+without its traceback or its text (which may quote what the caller sent).
+
+Access lines are the app's own (``app.access``, app/web/access_log.py: the route
+template, never the path as sent); uvicorn's, which carry the path and its query string
+(a search text, a name), are dropped here wherever uvicorn still writes them.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ _FIELDS: ContextVar[Mapping[str, str]] = ContextVar(
 # shown only with -v.
 CHATTY_LOGGERS = ("alembic", "app.db.embedded", "app.db.migrate", "httpx", "httpcore")
 # Loggers that other libraries configure themselves: ours write through the root handler.
-LIBRARY_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access", "fastmcp", "mcp")
+UVICORN_ACCESS = "uvicorn.access"
+LIBRARY_LOGGERS = ("uvicorn", "uvicorn.error", UVICORN_ACCESS, "fastmcp", "mcp")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s%(fields)s: %(message)s"
 
 
@@ -74,17 +79,37 @@ class FieldsFilter(logging.Filter):
 
 class ExpectedErrorsFilter(logging.Filter):
     """A caller's mistake logged with its exception (fastmcp logs resource errors with
-    ``exc_info``) becomes one line: the message and the error's text, no traceback."""
+    ``exc_info``) becomes one line: the message and the error's code (``not_found``), no
+    traceback. Not the error's text: the caller has it, and it may quote what they sent
+    (a name, a date), which must not outlive an erasure in a log file."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         level = getattr(exc, "log_level", None)
         if exc is not None and isinstance(level, int) and level < logging.WARNING:
-            record.msg = f"{record.getMessage()}: {exc}"
+            record.msg = f"{record.getMessage()}: {_error_code(exc)}"
             record.args = None
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+def _error_code(exc: BaseException) -> str:
+    """The code of our error behind ``exc`` (an MCP error raised from an ElephantError),
+    else the exception's type."""
+    for error in (exc, exc.__cause__):
+        code = getattr(error, "code", None)
+        if isinstance(code, str):
+            return code
+    return type(exc).__name__
+
+
+class RawAccessFilter(logging.Filter):
+    """Drops uvicorn's access line: it carries the path as sent, query string included.
+    The app writes its own, by route template (app/web/access_log.py)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.name != UVICORN_ACCESS
 
 
 class TextFormatter(logging.Formatter):
@@ -132,6 +157,7 @@ def configure_logging(
     handler.setFormatter(JsonFormatter() if settings.log.format == "json" else TextFormatter())
     handler.addFilter(FieldsFilter())
     handler.addFilter(ExpectedErrorsFilter())
+    handler.addFilter(RawAccessFilter())
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h, _ElephantHandler)]:
         root.removeHandler(old)

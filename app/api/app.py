@@ -39,6 +39,7 @@ from app.protocol import TENANT_HEADER
 from app.services.jobs.worker import start_worker
 from app.services.runtime import Elephant
 from app.web.access import AccessMiddleware
+from app.web.access_log import access_hook
 from app.web.failed_auth import FailedAuthGuard
 from app.web.route_access import PUBLIC, check_route_access, route_access
 
@@ -85,14 +86,19 @@ def create_app(
     # runs in the app's lifespan.
     mounts: list[ASGIRouteHandler] = []
     lifespan: list[Callable[[Litestar], AbstractAsyncContextManager[None]]] = []
-    before_send: list[BeforeMessageSendHookHandler] = [add_request_id, observe_response]
+    # The request id first: the access line (by route template, app/web/access_log.py)
+    # carries it.
+    before_send: list[BeforeMessageSendHookHandler] = [
+        add_request_id,
+        access_hook(detail=settings.log.access_detail),
+        observe_response,
+    ]
     if settings.mcp.mount_in_api:
-        from app.api.mcp import log_mount_path, mcp_mount
+        from app.api.mcp import mcp_mount
 
         mcp_endpoint, mcp_lifespan = mcp_mount(settings, provide_elephant, failed_auth)
         mounts.append(mcp_endpoint)
         lifespan.append(mcp_lifespan)
-        before_send.append(log_mount_path)
 
     scrape = (
         [metrics_route(settings, lambda: holder.get("elephant"))]

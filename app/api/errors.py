@@ -33,6 +33,7 @@ from app.errors import (
     UnsupportedMediaType,
     describe_problems,
 )
+from app.web.access_log import route_template
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +130,7 @@ def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> R
     rid = request_id(request.scope)
     log.exception(
         "unexpected %s on %s %s (request %s)", type(exc).__name__, request.method,
-        request.url.path, rid, exc_info=exc,
+        route_template(request.scope), rid, exc_info=exc,
     )  # fmt: skip
     return Response(
         content={

@@ -1,7 +1,7 @@
 """The MCP server mounted in the API at /mcp (streamable HTTP), with its lifespan.
 
 Each POST's JSON-RPC method (and tool name, for tools/call) is bound to the request's
-log lines, uvicorn's access line included (``POST /mcp ... [rpc=tools/call tool=search]``).
+log lines, the access line included (``POST /mcp 200 ... [rpc=tools/call tool=search]``).
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
-from urllib.parse import unquote
 
 from litestar import Litestar, asgi
 from litestar.handlers import ASGIRouteHandler
-from litestar.types import Message, Receive, ReceiveMessage, Scope, Send
+from litestar.types import Receive, ReceiveMessage, Scope, Send
 
 from app import logs
 from app.config import Settings
@@ -76,13 +75,3 @@ def rpc_fields(message: ReceiveMessage) -> dict[str, str | None]:
         "rpc": method,
         "tool": str(tool)[:64] if method == "tools/call" and isinstance(tool, str) else None,
     }
-
-
-async def log_mount_path(message: Message, scope: Scope) -> None:
-    """before_send hook: Litestar hands a mounted app the path without the mount's prefix,
-    and uvicorn's access line reads it from the same scope: put back the path as sent."""
-    handler = scope.get("route_handler")
-    if message["type"] == "http.response.start" and getattr(handler, "is_mount", False):
-        raw = scope.get("raw_path")
-        if isinstance(raw, bytes):
-            scope["path"] = unquote(raw.decode("latin-1"))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, cast
 
 from litestar import Response, get
 from litestar.enums import ScopeType
@@ -21,12 +20,10 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from app.config import Settings
 from app.services.ops import metrics
 from app.services.runtime import Elephant
+from app.web.access_log import mark_start, method_of, route_template, started_at
 from app.web.route_access import ADMIN_UNAUDITED, PUBLIC
 
 METRICS_PATH = "/metrics"
-METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-UNMATCHED = "unmatched"
-_STARTED = "metrics_started"
 
 
 def metrics_route(
@@ -48,12 +45,13 @@ def metrics_route(
 
 
 class RequestTiming(ASGIMiddleware):
-    """Notes when a routed request came in; :func:`observe_response` measures from there."""
+    """Notes when a routed request came in; :func:`observe_response` (and the access line,
+    app/web/access_log.py) measure from there."""
 
     scopes = (ScopeType.HTTP,)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, next_app: ASGIApp) -> None:
-        _state(scope)[_STARTED] = time.perf_counter()
+        mark_start(scope)
         await next_app(scope, receive, send)
 
 
@@ -62,28 +60,9 @@ async def observe_response(message: Message, scope: Scope) -> None:
     (those never reach a middleware, so they have a count but no latency)."""
     if message["type"] != "http.response.start":
         return
-    raw = cast("dict[str, Any]", scope)
-    method = str(raw.get("method", "")).upper()
-    method = method if method in METHODS else "other"
+    method = method_of(scope)
     route = route_template(scope)
     metrics.HTTP_REQUESTS.labels(method, route, str(message["status"])).inc()
-    started = _state(scope).get(_STARTED)
-    if isinstance(started, float):
+    started = started_at(scope)
+    if started is not None:
         metrics.HTTP_SECONDS.labels(method, route).observe(time.perf_counter() - started)
-
-
-def route_template(scope: Scope) -> str:
-    """The template of the route that answered (a mount's path for a mounted app, whose
-    template Litestar leaves empty); ``unmatched`` when no route did."""
-    raw = cast("dict[str, Any]", scope)
-    if raw.get("path_template"):
-        return str(raw["path_template"])
-    handler = raw.get("route_handler")
-    if handler is not None and getattr(handler, "is_mount", False):
-        return str(min(handler.paths))
-    return UNMATCHED
-
-
-def _state(scope: Scope) -> dict[str, object]:
-    """The request's state (Litestar's ``scope["state"]``), where its start time is kept."""
-    return cast("dict[str, object]", cast("dict[str, Any]", scope).setdefault("state", {}))

@@ -39,7 +39,7 @@ def _incoming(scope: Scope) -> str | None:
 
 async def add_request_id(message: Message, scope: Scope) -> None:
     """before_send hook: every response, errors included, says which request it answers
-    (and so does uvicorn's access line, even for a path no route matched)."""
+    (and so does the access line, even for a path no route matched)."""
     if message["type"] == "http.response.start":
         rid = request_id(scope)
         MutableScopeHeaders(message)[HEADER] = rid

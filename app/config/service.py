@@ -77,6 +77,13 @@ class LogSettings(_Section):
         description="Log lines of the app, uvicorn and fastmcp: text (one line each) or json "
         "(one object per line, for a log shipper); both carry the request id.",
     )
+    access_detail: bool = Field(
+        False,
+        description="Debugging only: access lines also carry the path as sent, query string "
+        "included, and the client's address (a search text or a name in a URL then stays in "
+        "the log after an erasure). Off: method, route template (GET /search, "
+        "/memories/{memory_id}), status and milliseconds.",
+    )
 
 
 class MetricsSettings(_Section):

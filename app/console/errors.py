@@ -12,6 +12,7 @@ from litestar.response import Template
 
 from app.api.errors import INTERNAL_MESSAGE, error_code, retry_headers
 from app.errors import ElephantError, InvalidInput
+from app.web.access_log import route_template
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ def http_error(_: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
 
 
 def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
-    log.error("console page %s failed", request.url.path, exc_info=exc)
+    log.error("console page %s failed", route_template(request.scope), exc_info=exc)
     return _error_page(500, INTERNAL_MESSAGE)
 
 

@@ -1,7 +1,8 @@
 """One logging set-up (app.logs): JSON lines that carry the request id of the request they
 belong to; one format for the app, uvicorn and fastmcp, also from `elephant serve` in a
 process of its own; an expected MCP not-found as one line without a traceback; MCP
-requests in the access log as `POST /mcp` with their tool."""
+requests in the access log as `POST /mcp` with their tool; access lines by route
+template, so a subject's name in a URL is in no log file after its erasure."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import io
 import json
 import logging
 import os
+import random
 import signal
+import string
 import subprocess
 import sys
 import time
@@ -90,6 +93,43 @@ def wait_for_line(buffer: io.StringIO, predicate: Callable[[str], bool], what: s
     pytest.fail(f"no log line {what} within 10 s; got:\n{buffer.getvalue()}")
 
 
+@contextmanager
+def elephant_serve(settings: Settings, tmp_path: Path, **env: str) -> Iterator[str]:
+    """`elephant serve` in a process of its own on this module's database, its stdout and
+    stderr (the log) written to tmp_path/stdout.log and stderr.log; yields its base URL and
+    stops it with SIGTERM."""
+    port = free_port()
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("ELEPHANT_")},
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+        **env,
+    }
+    stderr_path = tmp_path / "stderr.log"
+    with stderr_path.open("w") as stderr, (tmp_path / "stdout.log").open("w") as stdout:
+        process = subprocess.Popen(
+            [ELEPHANT, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=environment,
+            stdout=stdout,
+            stderr=stderr,
+        )
+        try:
+            base = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 120
+            while True:
+                assert process.poll() is None, stderr_path.read_text()
+                assert time.monotonic() < deadline, "elephant serve did not answer in 120 s"
+                try:
+                    if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.2)
+            yield base
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=30)
+
+
 # ------------------------------------------------------------------ request ids (JSON)
 
 
@@ -120,23 +160,25 @@ def test_json_lines_carry_the_request_id_of_their_request(
         answer = httpx.get(f"{url}/metrics", headers={"X-Request-Id": "scrape-1"}, timeout=30)
         assert answer.status_code == 200
         assert answer.headers["x-request-id"] == "scrape-1"
-        wait_for_line(buffer, lambda line: "GET /metrics" in line, "for GET /metrics")
+        wait_for_line(buffer, lambda line: "GET /metrics 200" in line, "for GET /metrics")
         lost = httpx.get(f"{url}/no/such/path", timeout=30)
         assert lost.status_code == 404
-        wait_for_line(buffer, lambda line: "/no/such/path" in line, "for the unmatched path")
+        wait_for_line(buffer, lambda line: "GET unmatched 404" in line, "for the unmatched path")
     lines = json_lines(buffer.getvalue())  # every line is one JSON object
     for entry in lines:
         assert {"ts", "level", "logger", "message"} <= entry.keys(), entry
     mine = [entry for entry in lines if entry.get("request_id") == "scrape-1"]
     loggers = {entry["logger"] for entry in mine}
-    # The app's own line (inside the request's worker thread) and uvicorn's access line.
+    # The app's own line (inside the request's worker thread) and the access line.
     assert "app.services.ops.metrics" in loggers, mine
-    assert "uvicorn.access" in loggers, mine
+    assert "app.access" in loggers, mine
     warning = next(e for e in mine if e["logger"] == "app.services.ops.metrics")
     assert warning["level"] == "WARNING" and "job queue" in warning["message"]
-    # A path no route matched still gets its id on the access line.
-    unmatched = next(e for e in lines if "/no/such/path" in e["message"])
+    # A path no route matched still gets its id on the access line, and is not written.
+    unmatched = next(e for e in lines if e["message"].startswith("GET unmatched 404"))
     assert unmatched["request_id"] == lost.headers["x-request-id"]
+    assert "/no/such/path" not in buffer.getvalue()
+    assert "uvicorn.access" not in buffer.getvalue()  # uvicorn's own line is dropped
     # Lines outside any request carry no id (start-up, shutdown).
     assert any("request_id" not in entry for entry in lines)
 
@@ -148,40 +190,13 @@ def test_elephant_serve_writes_one_format_on_stderr(
     settings: Settings, db: Database, tmp_path: Path
 ) -> None:
     key = operator_key(db, "format check")
-    port = free_port()
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("ELEPHANT_")},
-        "ELEPHANT_DATA_DIR": str(settings.data_dir),
-        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
-        "ELEPHANT_LOG_FORMAT": "json",
-        "ELEPHANT_WORKER_ENABLED": "false",
-    }
-    stderr_path = tmp_path / "stderr.log"
-    with stderr_path.open("w") as stderr:
-        process = subprocess.Popen(
-            [ELEPHANT, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-        try:
-            base = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 120
-            while True:
-                assert process.poll() is None, stderr_path.read_text()
-                assert time.monotonic() < deadline, "elephant serve did not answer in 120 s"
-                try:
-                    if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.2)
-            headers = {"Authorization": f"Bearer {key}", "X-Request-Id": "fmt-1"}
-            assert httpx.get(f"{base}/metrics", headers=headers, timeout=30).status_code == 200
-            assert httpx.get(f"{base}/metrics", timeout=30).status_code == 401
-        finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=30)
-    text = stderr_path.read_text()
+    with elephant_serve(
+        settings, tmp_path, ELEPHANT_LOG_FORMAT="json", ELEPHANT_WORKER_ENABLED="false"
+    ) as base:
+        headers = {"Authorization": f"Bearer {key}", "X-Request-Id": "fmt-1"}
+        assert httpx.get(f"{base}/metrics", headers=headers, timeout=30).status_code == 200
+        assert httpx.get(f"{base}/metrics", timeout=30).status_code == 401
+    text = (tmp_path / "stderr.log").read_text()
     entries = []
     for line in text.splitlines():
         if not line.strip():
@@ -191,12 +206,62 @@ def test_elephant_serve_writes_one_format_on_stderr(
         except ValueError:
             pytest.fail(f"a stderr line is not JSON: {line!r}\n{text}")
     loggers = {entry["logger"] for entry in entries}
-    assert {"uvicorn.error", "uvicorn.access"} <= loggers, loggers
+    assert {"uvicorn.error", "app.access"} <= loggers, loggers
+    assert "uvicorn.access" not in loggers  # turned off: the app writes its own
     # the CLI's own notice is a log line too
     assert any(e["logger"] == "app.cli" and e["message"].startswith("auth: ") for e in entries)
-    access = [e for e in entries if e["logger"] == "uvicorn.access" and "/metrics" in e["message"]]
+    access = [e for e in entries if e["logger"] == "app.access" and "/metrics" in e["message"]]
     assert any(e.get("request_id") == "fmt-1" for e in access), access
     assert all("Traceback" not in entry["message"] for entry in entries)
+
+
+# ------------------------------------------------------------------ nothing to erase in a log
+
+
+def test_no_log_file_keeps_what_a_request_said_about_an_erased_subject(
+    settings: Settings, db: Database, tmp_path: Path
+) -> None:
+    """`elephant serve` at its default log settings: a note naming someone, a search for
+    them in the URL (`GET /search?q=where+does+<name>+work`), a memory read by its id, then
+    the subject erased. The name and the id are in none of the files the server writes
+    (its log on stderr, its stdout, the embedded Postgres server's log); the access log
+    still has each request, by route template, with its status."""
+    canary = "Quill" + "".join(random.choices(string.ascii_lowercase, k=8))
+    key = operator_key(db, "erasure log check")
+    tenant = "log-erasure"
+    headers = {"Authorization": f"Bearer {key}", "X-Elephant-Tenant": tenant}
+    with (
+        elephant_serve(settings, tmp_path) as base,
+        httpx.Client(base_url=base, headers=headers, timeout=120) as client,
+    ):
+        note = {"text": f"{canary} works at the harbour aquarium as a marine biologist."}
+        stored = client.post("/commit", params={"wait": "true"}, json=note)
+        assert stored.status_code == 201 and stored.json()["status"] == "stored", stored.text
+        memory_id = stored.json()["memory_id"]
+        found = client.get(f"/search?q=where+does+{canary}+work")
+        assert found.status_code == 200 and canary in found.text, found.text
+        assert client.get(f"/memories/{memory_id}").status_code == 200
+        erased = client.post("/erase", json={"subject": canary})
+        assert erased.status_code == 200 and erased.json()["removed"]["memories"] == 1, erased.text
+        gone = client.get("/search", params={"query": f"where does {canary} work"})
+        assert gone.status_code == 200 and gone.json()["count"] == 0, gone.text
+    files = [tmp_path / "stderr.log", tmp_path / "stdout.log"]
+    files.append(settings.data_dir / "embedded" / "postgres.log")
+    for path in files:
+        text = path.read_text(errors="replace")
+        assert canary.lower() not in text.lower(), f"{path} names the erased subject"
+        assert memory_id not in text, f"{path} has the memory's id"
+    log = files[0].read_text()
+    access = [line for line in log.splitlines() if " app.access " in line]
+    for expected in (
+        "POST /commit 201",
+        "GET /search 200",
+        "GET /memories/{memory_id} 200",
+        "POST /erase 200",
+    ):
+        assert any(f": {expected} " in line for line in access), (expected, log)
+    assert all("request_id=" in line for line in access), access
+    assert "uvicorn.access" not in log and "where+does" not in log
 
 
 # ------------------------------------------------------------------ MCP
@@ -232,8 +297,8 @@ def test_mcp_requests_in_the_access_log_name_the_path_and_tool(
     with captured(settings) as buffer, served(settings, elephant) as base:
         asyncio.run(search(f"{base}/mcp"))
         line = wait_for_line(
-            buffer, lambda line: "tool=search" in line and "uvicorn.access" in line, "with the tool"
+            buffer, lambda line: "tool=search" in line and "app.access" in line, "with the tool"
         )
-    assert '"POST /mcp HTTP/1.1" 200' in line, line
+    assert ": POST /mcp 200 " in line, line
     assert "rpc=tools/call" in line and "request_id=" in line, line
-    assert '"POST / HTTP' not in buffer.getvalue()
+    assert "POST / " not in buffer.getvalue()
