@@ -162,11 +162,18 @@ def test_million_benchmark_smoke(tmp_path: Path) -> None:
 
 @pytest.mark.heavy_smoke
 def test_fuzz_benchmark_smoke(tmp_path: Path) -> None:
-    result, report = run_smoke("fuzz", tmp_path, timeout_s=300)
+    # Three seeds drawn anew (the default), each on a fresh database; a failure's output
+    # names its seed (replay: benchmarks/fuzz.py --smoke --seeds <seed>).
+    result, report = run_smoke("fuzz", tmp_path, timeout_s=360)
     totals = report["totals"]
-    assert totals["requests"] >= 40 and totals["5xx"] == 0 and totals["failures"] == 0
+    assert totals["requests"] >= 120 and totals["5xx"] == 0 and totals["failures"] == 0
+    assert totals["non_json"] == 0 and report["seeds_done"] == report["seeds"]
+    assert len(report["seeds"]) == 3 and len(report["runs"]) == 3
+    for run in report["runs"]:
+        assert run["operations_count"] >= 40 and run["requests_per_operation"]["min"] >= 1
+        assert run["totals"]["401"] == 0, run["seed"]  # the fuzzing key stayed valid
     assert "POST /commit" in report["operations"] and "GET /search" in report["operations"]
-    assert "requests/s" in result.stdout
+    assert "replay with --seeds" in result.stdout
 
 
 def test_fact_quality_benchmark_smoke(tmp_path: Path) -> None:

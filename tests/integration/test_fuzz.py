@@ -2,11 +2,15 @@
 every 4xx in the app's error shape ({"error", "message"}).
 
 Schemathesis generates valid and schema-violating requests (wrong types, NUL
-bytes, boundary numbers, odd dates, deep objects) per operation, derandomised
-from a fixed seed, and sends them in-process to the app on this module's real
-database. The example count is small so the module stays near a minute on two
-cores; benchmarks/fuzz.py runs the same generator with every phase and far more
-examples.
+bytes, boundary numbers, odd dates, deep objects) per operation, drawn from a
+seed, and sends them in-process to the app on this module's real database. The
+seed changes every run, so the suite explores new inputs over time:
+``ELEPHANT_FUZZ_SEED`` when set, else one drawn from pytest-xdist's run id (the same
+in every worker of a run) or, without xdist, from the clock. A failure names it, with
+the command that replays it (``ELEPHANT_FUZZ_SEED=<seed> .venv/bin/pytest
+tests/integration/test_fuzz.py``). The example count is small so the module stays
+near a minute on two cores; benchmarks/fuzz.py runs the same generator with every
+phase, several seeds and far more examples.
 
 The operations are read from an app built for its OpenAPI document alone (no
 database is opened), so pytest lists one test per operation; the requests go to
@@ -17,7 +21,9 @@ not run under pytest 9.)
 from __future__ import annotations
 
 import json
+import os
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +39,22 @@ from tests.conftest import operator_key
 
 BASE_URL = "http://127.0.0.1:7777"
 EXAMPLES = 12
-SEED = 12
+SEED_VARIABLE = "ELEPHANT_FUZZ_SEED"
 NO_MCP = {"mcp": {"mount_in_api": False}}
+
+
+def run_seed() -> int:
+    """This run's seed: ``ELEPHANT_FUZZ_SEED``, else drawn from the xdist run id (every
+    worker collects the module, and all must draw the same) or the clock."""
+    chosen = os.environ.get(SEED_VARIABLE, "").strip()
+    if chosen:
+        return int(chosen)
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    return int(run_id, 16) % 1_000_000 if run_id else time.time_ns() // 1000 % 1_000_000
+
+
+SEED = run_seed()
+REPLAY = f"{SEED_VARIABLE}={SEED} .venv/bin/pytest tests/integration/test_fuzz.py"
 
 
 def openapi_document() -> dict[str, Any]:
@@ -71,6 +91,7 @@ def fuzz_target(settings: Settings, elephant: Elephant) -> tuple[Litestar, dict[
         "Authorization": f"Bearer {operator_key(elephant.db, 'fuzz')}",
         "X-Elephant-Tenant": "fuzz",
     }
+    print(f"fuzz seed {SEED}; replay: {REPLAY}")
     return create_app(fuzz_settings, runtime), headers
 
 
@@ -83,9 +104,20 @@ def fuzz_target(settings: Settings, elephant: Elephant) -> tuple[Litestar, dict[
     suppress_health_check=list(HealthCheck),
 )
 def test_no_server_errors(case: Any, fuzz_target: tuple[Litestar, dict[str, str]]) -> None:
-    app, headers = fuzz_target
+    try:
+        check(case, *fuzz_target)
+    except Exception as exc:  # an assertion, or the call itself failing
+        exc.add_note(f"fuzz seed {SEED}; replay: {REPLAY}")
+        raise
+
+
+def check(case: Any, app: Litestar, headers: dict[str, str]) -> None:
     response = case.call(base_url=BASE_URL, headers=headers, app=app)
     assert response.status_code < 500, (case.as_curl_command(), response.text[:500])
     if response.status_code >= 400:
-        body = json.loads(response.content)
+        try:
+            body = json.loads(response.content)
+        except ValueError:
+            body = None
+        assert isinstance(body, dict), (case.as_curl_command(), response.text[:500])
         assert {"error", "message"} <= body.keys(), (case.as_curl_command(), body)
