@@ -10,7 +10,9 @@
 -- Distributed by tenant_id, all in one colocation group, so a tenant's rows of every
 -- table live in the same shard and a tenant-filtered statement is a single-shard
 -- router query (joins, recursive CTEs and foreign keys stay inside that shard).
--- Reference (a copy on every node): tenants, the target of every table's foreign key.
+-- Reference (a copy on every node): tenants, the target of every table's foreign key;
+-- analysts and analyst_grants, which the analyst policies of every distributed table
+-- read on the node that holds the shard (migration 0015).
 -- coordinator-local: jobs, api_keys, audit_log, graphs, elephant_meta, alembic_version, maintenance_runs, console_sessions, keyword_index_repairs
 --   (jobs: the worker's cross-tenant FOR UPDATE SKIP LOCKED claim needs one table;
 --    api_keys, audit_log: tenant_id may be NULL, which a distribution column cannot be;
@@ -40,6 +42,8 @@ DROP TRIGGER IF EXISTS facts_forget_access ON facts;
 
 -- 3. Reference table first: the distributed tables' foreign keys point at it.
 SELECT create_reference_table('tenants');
+SELECT create_reference_table('analysts');
+SELECT create_reference_table('analyst_grants');
 
 -- 4. Distributed tables, parents before children (a foreign key between distributed
 --    tables needs both distributed and colocated). 32 shards: enough to rebalance

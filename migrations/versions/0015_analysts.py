@@ -241,6 +241,9 @@ def _existing_graphs() -> list[tuple[str, str]]:
 def _secure_graphs(group_name: str) -> None:
     op.execute(_secure_graph_function(True, group_name))
     bind = op.get_bind()
+    if bind.execute(sa.text("SELECT to_regnamespace('ag_catalog')")).scalar() is not None:
+        # Before any graph, so a database gets the same grants however old its graphs are.
+        op.execute(f"GRANT USAGE ON SCHEMA ag_catalog TO {_quote(group_name)}")
     for graph, tenant in _existing_graphs():
         bind.execute(sa.text("SELECT elephant_secure_graph(:g, :t)"), {"g": graph, "t": tenant})
 

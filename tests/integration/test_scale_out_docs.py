@@ -163,7 +163,7 @@ def test_docs_say_what_was_not_run_and_fill_every_figure() -> None:
 
 def test_distribute_sql_places_tables_in_one_colocation_group() -> None:
     plan = placement()
-    assert plan.reference == ("tenants",)
+    assert plan.reference == ("tenants", "analysts", "analyst_grants")
     anchor = plan.distributed_tables[0]
     for table, column, colocate in plan.distributed:
         assert column == TENANT, table

@@ -36,6 +36,7 @@ TENANT_RELATIONS = frozenset(
     {
         "access_stats",
         "admission_log",
+        "analyst_grants",
         "api_keys",
         "audit_log",
         "contradictions",
@@ -151,6 +152,12 @@ _REEMBED = (
 )
 
 ALLOWED: tuple[Allowed, ...] = (
+    Allowed(
+        "sql/access/list_analysts.sql",
+        "LEFT JOIN analyst_grants AS g ON g.role_name = a.role_name",
+        "lists analysts with every tenant each reads (the grants are keyed by role), as the "
+        "migrator; the tenant filter is on the aggregated grants (HAVING)",
+    ),
     Allowed(
         "sql/db/bm25_probe_page.sql", "SELECT id::text, text FROM {table} WHERE ctid >=", _PROBE
     ),
