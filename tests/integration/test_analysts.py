@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -312,12 +313,23 @@ def test_every_tenant_table_has_the_analyst_policies(db: Database) -> None:
 
 
 def test_the_cli_creates_an_analyst_and_opens_psql_as_it(seeded: Elephant) -> None:
+    from click.testing import CliRunner
+
+    from app.cli import main
     from tests.integration.test_cli import run
 
     settings = seeded.settings
-    created = run(["analysts", "create", "ana_cli", "--tenant", A], settings)
-    assert created.returncode == 0, created.stderr
-    body = json.loads(created.stdout)
+    env = {
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+    }
+
+    def cli(*args: str) -> Any:
+        return CliRunner().invoke(main, list(args), env=env)
+
+    created = cli("analysts", "create", "ana_cli", "--tenant", A)
+    assert created.exit_code == 0, created.output
+    body = json.loads(created.output)
     assert body["tenants"] == [A] and body["password"] and body["note"]
     try:
         query = (
@@ -325,20 +337,21 @@ def test_the_cli_creates_an_analyst_and_opens_psql_as_it(seeded: Elephant) -> No
             "SELECT count(*) FILTER (WHERE tenant_id = 'ana-b'), "
             "count(*) FILTER (WHERE tenant_id = 'ana-a') FROM memories"
         )
+        # psql writes to the process's own stdout: a real subprocess.
         result = run(["sql", "--analyst", "ana_cli", "-A", "-t", "-c", query], settings)
         assert result.returncode == 0, result.stderr
         hidden, own = result.stdout.strip().splitlines()[-1].split("|")
         assert hidden == "0" and int(own) > 0
-        url = run(["sql", "--analyst", "ana_cli", "--url"], settings)
-        assert url.returncode == 0 and f"user={body['role']}" in url.stdout
-        assert body["password"] not in url.stdout
-        listed = run(["analysts", "list", "--tenant", A], settings)
-        assert "ana_cli" in listed.stdout and body["password"] not in listed.stdout
+        url = cli("sql", "--analyst", "ana_cli", "--url")
+        assert url.exit_code == 0 and f"user={body['role']}" in url.output
+        assert body["password"] not in url.output
+        listed = cli("analysts", "list", "--tenant", A)
+        assert "ana_cli" in listed.output and body["password"] not in listed.output
     finally:
-        revoked = run(["analysts", "revoke", "ana_cli"], settings)
-    assert revoked.returncode == 0, revoked.stderr
-    gone = run(["sql", "--analyst", "ana_cli", "-c", "SELECT 1"], settings)
-    assert gone.returncode != 0 and "no analyst named" in gone.stderr
+        revoked = cli("analysts", "revoke", "ana_cli")
+    assert revoked.exit_code == 0, revoked.output
+    gone = cli("sql", "--analyst", "ana_cli", "-c", "SELECT 1")
+    assert gone.exit_code != 0 and "no analyst named" in gone.output
 
 
 def test_the_documented_dashboard_query_runs_as_an_analyst(
