@@ -106,6 +106,11 @@ PARALLEL ?= -n 3 --dist loadfile
 
 # The heaviest benchmark smoke runs (several servers each, minutes on two cores) are
 # `make smoke`, kept out of `make test` for CI's 20-minute budget; `make test-all` runs both.
+# uv installs no bytecode (compiling all of torch would cost what it saves), so Python
+# writes it for the modules it imports, once, even where the environment says
+# PYTHONDONTWRITEBYTECODE: otherwise every subprocess a test starts compiles torch again.
+test test-fast smoke serve: export PYTHONDONTWRITEBYTECODE =
+
 test: lint browser pgbouncer
 	$(BIN)/pytest $(PARALLEL) -m "not heavy_smoke"
 	ELEPHANT_TEST_MANAGED=1 $(BIN)/pytest -q $(PARALLEL) $(MANAGED_TESTS)
