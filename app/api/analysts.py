@@ -10,7 +10,6 @@ from litestar.di import NamedDependency
 from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.routes import Runtime, route
-from app.errors import Forbidden
 from app.services.access import analysts
 from app.services.access.analysts import AnalystIn, AnalystInfo, AnalystList, CreatedAnalyst
 from app.web.access import Access
@@ -37,9 +36,7 @@ class AnalystsController(Controller):
             bool, Parameter(description="Every analyst (all-tenant admin keys only).")
         ] = False,
     ) -> AnalystList:
-        if all_tenants and access.principal.tenant is not None:
-            raise Forbidden("only an all-tenant admin key may list every tenant's analysts")
-        tenant = None if all_tenants else access.tenant
+        tenant = access.reach(all_tenants, "list every tenant's analysts")
         return AnalystList(items=analysts.list_analysts(elephant.db, tenant=tenant))
 
     @route(post, "/analysts/{name:str}/revoke", ADMIN, "Revoke an analyst role", status_code=200)
@@ -52,9 +49,7 @@ class AnalystsController(Controller):
             bool, Parameter(description="Any tenant's analyst (all-tenant admin keys only).")
         ] = False,
     ) -> AnalystInfo:
-        if all_tenants and access.principal.tenant is not None:
-            raise Forbidden("only an all-tenant admin key may revoke another tenant's analyst")
-        tenant = None if all_tenants else access.tenant
+        tenant = access.reach(all_tenants, "revoke another tenant's analyst")
         principal = access.principal
         return analysts.revoke(
             elephant.db, name, tenant=tenant, revoked_by=principal.prefix or principal.name

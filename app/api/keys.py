@@ -17,7 +17,7 @@ from litestar.params import JSONBody, Parameter, PathParameter
 
 from app.api.params import Cursor, PageLimit
 from app.api.routes import Runtime, route
-from app.errors import Forbidden, NotFound
+from app.errors import NotFound
 from app.protocol import TENANT_HEADER
 from app.services.access import audit, keys
 from app.services.access.audit import AuditLog
@@ -54,7 +54,7 @@ class KeysController(Controller):
         limit: PageLimit = 200,
         cursor: Cursor = None,
     ) -> KeyList:
-        tenant = _scope(access, all_tenants, "list every tenant's keys")
+        tenant = access.reach(all_tenants, "list every tenant's keys")
         return keys.key_page(
             elephant.db,
             tenant=tenant,
@@ -77,7 +77,7 @@ class KeysController(Controller):
             ),
         ] = False,
     ) -> KeyInfo:
-        tenant = _scope(access, all_tenants, "revoke another tenant's key or an all-tenant key")
+        tenant = access.reach(all_tenants, "revoke another tenant's key or an all-tenant key")
         try:
             return keys.revoke_key(
                 elephant.db,
@@ -108,15 +108,5 @@ class KeysController(Controller):
             bool, Parameter(description="Every tenant's entries (all-tenant admin keys only).")
         ] = False,
     ) -> AuditLog:
-        tenant = _scope(access, all_tenants, "read every tenant's audit entries")
+        tenant = access.reach(all_tenants, "read every tenant's audit entries")
         return audit.page(elephant.db, tenant=tenant, limit=limit, offset=offset, cursor=cursor)
-
-
-def _scope(access: Access, all_tenants: bool, what: str) -> str | None:
-    """The tenant a keys or audit request acts on: the one it acts for (an all-tenant key
-    names it), or None (every tenant) when an all-tenant key sends all_tenants=true."""
-    if not all_tenants:
-        return access.tenant
-    if access.principal.tenant is not None:
-        raise Forbidden(f"only an all-tenant admin key may {what} (all_tenants=true)")
-    return None

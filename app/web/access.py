@@ -68,6 +68,15 @@ class Access:
     principal: Principal
     tenant: str
 
+    def reach(self, all_tenants: bool, what: str) -> str | None:
+        """The tenant an admin request acts on: the one it acts for (an all-tenant key
+        names it), or None (every tenant) when an all-tenant key sends all_tenants=true."""
+        if not all_tenants:
+            return self.tenant
+        if self.principal.tenant is not None:
+            raise Forbidden(f"only an all-tenant admin key may {what} (all_tenants=true)")
+        return None
+
 
 @dataclass(frozen=True)
 class _Request:
