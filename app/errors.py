@@ -115,6 +115,13 @@ class SchemaMismatch(ElephantError, status_code=503, code="schema_mismatch"):
     """The database schema or embedding dimension does not match this build/config."""
 
 
+def retry_headers(exc: ElephantError) -> dict[str, str]:
+    """``Retry-After`` of an error that says when to try again (a rate limit, a database
+    recovering), for every door's answers: the API, the console's pages, MCP over HTTP."""
+    retry_after = getattr(exc, "retry_after_s", None)
+    return {} if retry_after is None else {"Retry-After": str(retry_after)}
+
+
 # ------------------------------------------------------------------ validation messages
 
 

@@ -32,6 +32,7 @@ from app.errors import (
     Unauthorized,
     UnsupportedMediaType,
     describe_problems,
+    retry_headers,
 )
 from app.web.access_log import route_template
 
@@ -60,13 +61,6 @@ def elephant_error_handler(_: Request[Any, Any, Any], exc: ElephantError) -> Res
     if isinstance(exc, Unauthorized):
         headers["WWW-Authenticate"] = 'Bearer realm="elephant"'
     return Response(content=exc.to_dict(), status_code=exc.status_code, headers=headers)
-
-
-def retry_headers(exc: ElephantError) -> dict[str, str]:
-    """``Retry-After`` of an error that says when to try again (a rate limit, a database
-    recovering), for the API's answers and the console's pages alike."""
-    retry_after = getattr(exc, "retry_after_s", None)
-    return {} if retry_after is None else {"Retry-After": str(retry_after)}
 
 
 def validation_error_handler(

@@ -10,8 +10,8 @@ from litestar import Request, Response
 from litestar.exceptions import HTTPException
 from litestar.response import Template
 
-from app.api.errors import INTERNAL_MESSAGE, error_code, retry_headers
-from app.errors import ElephantError, InvalidInput
+from app.api.errors import INTERNAL_MESSAGE, error_code
+from app.errors import ElephantError, InvalidInput, retry_headers
 from app.web.access_log import route_template
 
 log = logging.getLogger(__name__)

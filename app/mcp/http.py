@@ -30,7 +30,7 @@ from fastmcp.server.http import StarletteWithLifespan
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.config import Settings
-from app.errors import ElephantError, RateLimited, Unauthorized
+from app.errors import ElephantError, RateLimited, Unauthorized, retry_headers
 from app.mcp.context import ElephantMCP
 from app.mcp.server import build_server
 from app.services.access import audit
@@ -178,7 +178,8 @@ async def _refuse(exc: ElephantError, send: Send) -> None:
     ]
     if isinstance(exc, Unauthorized):
         headers.append((b"www-authenticate", b'Bearer realm="elephant", error="invalid_token"'))
-    if isinstance(exc, RateLimited):
-        headers.append((b"retry-after", str(exc.retry_after_s).encode()))
+    headers += [
+        (name.lower().encode(), value.encode()) for name, value in retry_headers(exc).items()
+    ]
     await send({"type": "http.response.start", "status": exc.status_code, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -11,9 +11,8 @@ from litestar.enums import RequestEncodingType
 from litestar.params import Body, Parameter
 from litestar.response import Redirect, Template
 
-from app.api.errors import retry_headers
 from app.config import Settings, validate_tenant_id
-from app.errors import ElephantError, InvalidInput, RateLimited
+from app.errors import ElephantError, InvalidInput, RateLimited, retry_headers
 from app.services.access import audit, console_sessions
 from app.services.runtime import Elephant
 from app.web.cookies import COOKIE, COOKIE_PATH, read_session_token, session_cookie
