@@ -56,6 +56,13 @@ class EmbeddingSettings(_Section):
         description="local: at most about this many padded tokens in one forward pass; texts "
         "are sorted by length so short ones are not padded to a long one.",
     )
+    cache_size: int = Field(
+        4096,
+        ge=0,
+        le=1_000_000,
+        description="local: the last this many texts embedded are kept (about 1.6 KB each at "
+        "384 dimensions), so an exact repeat is not read by the model again; 0 turns it off.",
+    )
     max_length: int = Field(256, ge=8, le=8192, description="Token limit per text (local).")
     passage_words: int = Field(
         48,
@@ -64,6 +71,12 @@ class EmbeddingSettings(_Section):
         description="Every turn, and a note longer than this, is also embedded in parts of "
         "whole sentences of at most this many words, so nothing past max_length is unseen and "
         "one statement is not drowned by the rest of a long answer.",
+    )
+    window_vectors: Literal["pooled", "model"] = Field(
+        "pooled",
+        description="local: a conversation window's vector pooled from its turns' token "
+        "embeddings, so the model reads every turn once (pooled), or the model reading the "
+        "window's whole text again (model). Ollama always reads the window.",
     )
     device: str = Field(
         "cpu",

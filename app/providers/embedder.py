@@ -12,16 +12,17 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from app.config import EmbeddingSettings
 from app.errors import ConfigError
-from app.providers.encoders import BatchPlan, Encoder, Sums, load_onnx, load_torch
+from app.providers.encoders import BatchPlan, Encoder, Pooled, Sums, load_onnx, load_torch
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,14 @@ class Embedder(Protocol):
         ...
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors: ...
+
+
+@runtime_checkable
+class TokenSums(Protocol):
+    """An embedder that can also give each text's summed token embeddings (the local one):
+    what a window's vector is pooled from (embedding.window_vectors)."""
+
+    def embed_document_sums(self, texts: Sequence[str]) -> Pooled: ...
 
 
 def _bundled_model_dir() -> Path:
@@ -92,6 +101,7 @@ class LocalEmbedder:
         self._lock = threading.Lock()  # one forward pass at a time; it uses the cores
         self._pending_lock = threading.Lock()
         self._pending: list[_Pending] = []
+        self._cache: _Recent = _Recent(settings.cache_size)
 
     @property
     def loaded(self) -> bool:
@@ -153,17 +163,23 @@ class LocalEmbedder:
         )
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:
-        return self._embed([self._document_prefix + text for text in texts])
+        return normalised(self.embed_document_sums(texts).sums)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
-        return self._embed([self._query_prefix + text for text in texts])
+        return normalised(self._embed([self._query_prefix + text for text in texts]).sums)
 
-    def _embed(self, texts: list[str]) -> Vectors:
+    def embed_document_sums(self, texts: Sequence[str]) -> Pooled:
+        """Each text's summed token embeddings and token count: a window's vector is then
+        the normalised sum of its turns' sums, without the model reading them again."""
+        return self._embed([self._document_prefix + text for text in texts])
+
+    def _embed(self, texts: list[str]) -> Pooled:
         """Concurrent callers share forward passes: whoever holds the model embeds every text
         waiting at that moment (flat combining), so N single-text requests cost a few batched
-        passes instead of N passes in a row."""
+        passes instead of N passes in a row. A text seen lately or twice in a batch is read
+        once (embedding.cache_size)."""
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return Pooled(np.zeros((0, self.dim), dtype=np.float32), np.zeros(0, dtype=np.int64))
         request = _Pending(texts)
         with self._pending_lock:
             self._pending.append(request)
@@ -174,25 +190,43 @@ class LocalEmbedder:
                 self._run(batch)
         if request.error is not None:
             raise request.error
-        assert request.vectors is not None
-        return request.vectors
+        assert request.result is not None
+        return request.result
 
     def _run(self, requests: list[_Pending]) -> None:
         texts = [text for request in requests for text in request.texts]
         try:
-            vectors = self._forward(texts)
+            pooled = self._forward(texts)
         except BaseException as exc:
             for request in requests:
                 request.error, request.done = exc, True
             raise
         start = 0
         for request in requests:
-            request.vectors = vectors[start : start + len(request.texts)]
+            end = start + len(request.texts)
+            request.result = Pooled(pooled.sums[start:end], pooled.counts[start:end])
             request.done = True
-            start += len(request.texts)
+            start = end
 
-    def _forward(self, texts: list[str]) -> Vectors:
-        return normalised(self._model().pool(texts).sums)
+    def _forward(self, texts: list[str]) -> Pooled:
+        """The model reads each distinct text not in the cache once."""
+        sums = np.zeros((len(texts), self.dim), dtype=np.float32)
+        counts = np.zeros(len(texts), dtype=np.int64)
+        missing: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            hit = self._cache.get(text)
+            if hit is None:
+                missing.setdefault(text, []).append(i)
+            else:
+                sums[i], counts[i] = hit
+        if missing:
+            unique = list(missing)
+            pooled = self._model().pool(unique)
+            for k, text in enumerate(unique):
+                sums[missing[text]] = pooled.sums[k]
+                counts[missing[text]] = pooled.counts[k]
+                self._cache.put(text, (pooled.sums[k].copy(), int(pooled.counts[k])))
+        return Pooled(sums, counts)
 
 
 def normalised(sums: Sums) -> Vectors:
@@ -217,14 +251,37 @@ def _hidden_size(path: Path) -> int:
         raise ConfigError(f"{config} names no hidden_size: not an encoder model") from None
 
 
+class _Recent:
+    """The last ``size`` texts' sums and counts, least recently used first out. Only the
+    thread holding the model's lock touches it."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, tuple[Sums, int]] = OrderedDict()
+
+    def get(self, text: str) -> tuple[Sums, int] | None:
+        item = self._items.get(text)
+        if item is not None:
+            self._items.move_to_end(text)
+        return item
+
+    def put(self, text: str, item: tuple[Sums, int]) -> None:
+        if self.size <= 0:
+            return
+        self._items[text] = item
+        self._items.move_to_end(text)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+
 class _Pending:
     """One caller's texts waiting for a forward pass, and their result."""
 
-    __slots__ = ("done", "error", "texts", "vectors")
+    __slots__ = ("done", "error", "result", "texts")
 
     def __init__(self, texts: list[str]) -> None:
         self.texts = texts
-        self.vectors: Vectors | None = None
+        self.result: Pooled | None = None
         self.error: BaseException | None = None
         self.done = False
 

@@ -22,7 +22,7 @@ from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.db.tenant_indexes import Way, naming_tenant
 from app.errors import InvalidInput
-from app.providers.embedder import Vectors
+from app.providers.embedder import TokenSums, Vectors, normalised
 from app.providers.embedder_errors import EmbedderError
 from app.services.access.tenants import tenant_owner
 from app.services.common.text import content_hash
@@ -39,6 +39,7 @@ from app.services.memory.schemas import (
     NoteResponse,
     WindowOutcome,
 )
+from app.services.memory.window_vectors import pooled_windows
 from app.services.memory.windows import Window, WindowTurn, build_windows
 from app.services.ops import metrics
 from app.services.runtime import Elephant
@@ -316,6 +317,35 @@ def _window_turns(conversation: ConversationIn) -> list[WindowTurn]:
     ]
 
 
+def _window_and_passage_vectors(
+    elephant: Elephant, windows: Sequence[Window], parts: Sequence[passages.Passage]
+) -> tuple[Vectors | None, Vectors | None]:
+    """Window and turn-passage vectors, both None when the embedder is down. With
+    embedding.window_vectors = pooled (and an embedder that gives token sums) the model
+    reads each passage once and the windows are pooled from them
+    (app/services/memory/window_vectors.py); otherwise it reads the windows too."""
+    embedder = elephant.embedder
+    covered = {p.seq for p in parts}
+    pooled_ok = all(
+        any(seq in covered for seq in range(w.turn_start, w.turn_end + 1)) for w in windows
+    )
+    if (
+        elephant.settings.embedding.window_vectors == "pooled"
+        and isinstance(embedder, TokenSums)
+        and pooled_ok
+    ):
+        try:
+            with metrics.embedding("document", len(parts)):
+                sums = embedder.embed_document_sums([p.text for p in parts])
+        except EmbedderError:
+            return None, None  # stored without vectors; an embed job fills them in later
+        return pooled_windows(windows, parts, sums), normalised(sums.sums)
+    embedded = _embed(elephant, [window.text for window in windows] + [p.text for p in parts])
+    if embedded is None:
+        return None, None
+    return embedded[: len(windows)], embedded[len(windows) :]
+
+
 def commit_conversation(
     elephant: Elephant, tenant: str, conversation: ConversationIn, *, wait: bool = False
 ) -> ConversationResult:
@@ -330,8 +360,7 @@ def commit_conversation(
     turns = _window_turns(conversation)
     windows = build_windows(turns, conversation.window_size, conversation.stride)
     parts = passages.turn_passages(turns, elephant.settings.embedding.passage_words)
-    embedded = _embed(elephant, [window.text for window in windows] + [p.text for p in parts])
-    vectors = None if embedded is None else embedded[: len(windows)]
+    vectors, part_vectors = _window_and_passage_vectors(elephant, windows, parts)
     candidates = [
         _Candidate(window.text, content_hash(window.text), None if vectors is None else vectors[i])
         for i, window in enumerate(windows)
@@ -339,11 +368,9 @@ def commit_conversation(
     with elephant.db.tenant(tenant) as conn:
         conversation_id, offset = _upsert_conversation(conn, tenant, conversation)
         _insert_turns(conn, tenant, conversation_id, offset, turns)
-        if embedded is not None:
+        if part_vectors is not None:
             shifted = [replace(p, seq=p.seq + offset) for p in parts if p.seq is not None]
-            passages.store_turn_passages(
-                conn, tenant, conversation_id, shifted, embedded[len(windows) :]
-            )
+            passages.store_turn_passages(conn, tenant, conversation_id, shifted, part_vectors)
         screened = _screen(
             elephant,
             conn,
