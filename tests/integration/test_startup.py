@@ -4,7 +4,8 @@ running `elephant serve` (app/services/ops/server_link.py).
 Real processes throughout: the CLI and the MCP server run as subprocesses, `elephant serve`
 on a free 127.0.0.1 port on this module's database. Whether the model was loaded is read
 from the process itself (its memory maps, or sys.modules printed by a harness), not
-inferred from timings.
+inferred from timings; so is which runtime runs it: onnxruntime, never torch (the extra
+`torch` only exports the model).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from tests.conftest import free_port
 
 ELEPHANT = str(Path(sys.executable).parent / "elephant")
 ROOT = Path(__file__).parents[2]
-HEAVY = ("torch", "transformers", "litestar", "fastmcp", "anthropic", "ollama")
+HEAVY = ("torch", "transformers", "onnxruntime", "litestar", "fastmcp", "anthropic", "ollama")
 TENANT = "startup"
 NOTE = "The staging database moved to the Frankfurt region in March."
 # Runs a CLI command in a fresh interpreter, then reports which heavy modules it imported.
@@ -47,7 +48,7 @@ from app.cli import main
 try:
     main(sys.argv[1:], standalone_mode=False)
 finally:
-    loaded = [name for name in ("torch", "transformers") if name in sys.modules]
+    loaded = [name for name in ("torch", "transformers", "onnxruntime") if name in sys.modules]
     print("LOADED " + json.dumps(loaded), file=sys.stderr)
 """
 
@@ -140,9 +141,18 @@ class Lines:
                 continue
 
 
-def torch_mapped(pid: int) -> bool:
-    """Whether torch's shared library is in the process (loaded by the embedding model)."""
-    return any("libtorch" in region.path for region in psutil.Process(pid).memory_maps())
+def runtimes_mapped(pid: int) -> set[str]:
+    """The model runtimes whose shared libraries are in the process: onnxruntime's
+    (onnxruntime/capi/*.so, mapped when the embedding model loads) and torch's (libtorch*,
+    which must stay out: the default runtime is onnx)."""
+    found = set()
+    for region in psutil.Process(pid).memory_maps():
+        name = Path(region.path).name
+        if name.startswith("libtorch"):
+            found.add("torch")
+        elif "/onnxruntime/capi/" in region.path and ".so" in name:
+            found.add("onnxruntime")
+    return found
 
 
 def test_mcp_stdio_answers_initialize_before_loading_the_model(
@@ -181,7 +191,7 @@ def test_mcp_stdio_answers_initialize_before_loading_the_model(
         answer = lines.answer(1, 20, "initialize")
         answered_in = time.monotonic() - started
         assert answer["id"] == 1 and answer["result"]["serverInfo"]["name"] == "elephant", answer
-        assert not torch_mapped(proc.pid), "the model was loaded before initialize was answered"
+        assert not runtimes_mapped(proc.pid), "the model was loaded before initialize was answered"
 
         send({"method": "notifications/initialized"})
         send({"id": 2, "method": "tools/list"})
@@ -198,7 +208,7 @@ def test_mcp_stdio_answers_initialize_before_loading_the_model(
         assert not found.get("isError"), found
         hits = found["structuredContent"]["results"]
         assert [hit["text"] for hit in hits][:1] == [NOTE], hits
-        assert torch_mapped(proc.pid), "the model must be loaded once a search ran"
+        assert runtimes_mapped(proc.pid) == {"onnxruntime"}, "the model runs on onnxruntime"
         print(f"initialize answered in {answered_in:.2f} s")
     finally:
         proc.stdin.close()
@@ -380,6 +390,19 @@ class TestWithARunningServer:
         )
         assert admin.status_code == 403, admin.text  # read and write only, never admin
 
+    def test_the_server_embeds_on_onnxruntime_without_torch(self, served: server_link.Link) -> None:
+        """After a search (the query embedded by the server itself), onnxruntime is in the
+        server's process and torch is not, although this venv has it."""
+        response = httpx.post(
+            f"{served.url}/search",
+            json={"query": "the region the staging database moved to"},
+            headers={"X-Elephant-Tenant": TENANT, "Authorization": f"Bearer {served.token}"},
+            timeout=120,
+        )
+        assert response.status_code == 200, response.text
+        assert [hit["text"] for hit in response.json()["results"]][:1] == [NOTE]
+        assert runtimes_mapped(served.pid) == {"onnxruntime"}
+
 
 def test_the_link_token_is_refused_from_a_non_loopback_peer(
     settings: Settings, elephant: Elephant
@@ -446,7 +469,7 @@ def test_cli_search_works_in_process_when_the_server_does_not_answer(
     result, loaded = cli(settings, "-v", "search", "Frankfurt staging", "--tenant", TENANT)
     assert result.returncode == 0, result.stderr
     assert "working in-process" in result.stderr
-    assert "torch" in loaded, "without a server the CLI embeds the query itself"
+    assert loaded == ["onnxruntime"], "without a server the CLI embeds the query itself"
     assert [hit["text"] for hit in json.loads(result.stdout)["results"]][:1] == [NOTE]
 
 
@@ -456,7 +479,7 @@ def test_cli_search_without_a_server_is_quiet(settings: Settings, noted: str) ->
     assert result.returncode == 0, result.stderr
     noise = [line for line in result.stderr.splitlines() if not line.startswith("LOADED ")]
     assert noise == [], noise
-    assert "torch" in loaded
+    assert loaded == ["onnxruntime"], "the query is embedded on onnxruntime, without torch"
 
 
 # ------------------------------------------------------------------ benchmark
