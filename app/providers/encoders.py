@@ -96,6 +96,10 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or default_threads()
         options.inter_op_num_threads = 1
+        # Idle threads sleep instead of spinning: the cores are shared with Postgres and
+        # the other requests of this process. Measured on a busy 2-core machine (load 4):
+        # query p50 8.1 ms sleeping vs 21.6 ms spinning with 2 threads.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         offered = onnxruntime.get_available_providers()
         providers = ["CPUExecutionProvider"]
