@@ -2,7 +2,8 @@
 
 Start-up matters here (``elephant --help`` under a second): this module imports only
 click, pydantic and the settings; each command imports what it needs, and nothing
-imports torch unless it embeds in-process (app/providers/embedder.py loads lazily).
+loads the embedding model (onnxruntime; torch only with embedding.runtime = torch, or to
+export) unless it embeds in-process (app/providers/embedder.py loads lazily).
 Commands that embed ask a running ``elephant serve`` first (app/services/ops/server_link.py).
 The graph, access (keys, audit, erase), maintain and transfer commands live in
 app/cli_graph.py, app/cli_access.py, app/cli_maintain.py and app/cli_transfer.py and are
@@ -181,7 +182,8 @@ def _warm_up(elephant: Any) -> None:
 
 def _exit_now(code: int) -> None:
     """Everything is closed and the database stopped: skip the interpreter's teardown of
-    torch and friends (about 3 s), so SIGTERM ends the server within the 5 s budget."""
+    the model runtime and friends (torch's took about 3 s), so SIGTERM ends the server
+    within the 5 s budget."""
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -474,7 +476,7 @@ def _onnx_target(settings: Settings, to: Path | None) -> tuple[str, Path, Path]:
     help="Into this folder (then set embedding.onnx_dir to it) instead of the default.",
 )
 def models_export(force: bool, to: Path | None) -> None:
-    """Export embedding.model to ONNX once, from its local weights (needs torch)."""
+    """Export embedding.model to ONNX once, from its local weights (needs the extra torch)."""
     from dataclasses import asdict
 
     from app.providers import onnx_export
