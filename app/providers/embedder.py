@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from app.config import EmbeddingSettings
 from app.errors import ConfigError
+from app.providers import onnx_export
 from app.providers.encoders import BatchPlan, Encoder, Pooled, Sums, load_onnx, load_torch
 
 log = logging.getLogger(__name__)
@@ -129,13 +130,27 @@ class LocalEmbedder:
 
     def check_files(self) -> str:
         """What the doctor can tell without loading the model: its files are there and say
-        the configured size (the vectors themselves are checked where it is loaded)."""
+        the configured size, and with runtime onnx the export verifies against its
+        manifest (the vectors themselves are checked where it is loaded)."""
         missing = [] if (self._path / "tokenizer_config.json").is_file() else ["a tokenizer"]
         if not any((self._path / name).is_file() for name in _WEIGHTS):
             missing.append(" or ".join(_WEIGHTS))
         if missing:
             raise ConfigError(f"model directory {self._path} lacks {', '.join(missing)}")
-        return f"{self.model_name}, {self.dim} dimensions (files checked; not loaded here)"
+        where = "torch"
+        if self._settings.runtime == "onnx":
+            folder = onnx_export.folder_for(self.model_name, self._path, self._settings.onnx_dir)
+            if not (folder / onnx_export.MANIFEST_FILE).is_file():
+                raise ConfigError(
+                    f"no ONNX export in {folder}: `elephant models export` (needs torch), "
+                    "or set embedding.onnx_dir to an exported folder"
+                )
+            onnx_export.verify(folder, self.model_name, self._path)
+            where = f"onnx export verified in {folder}"
+        return (
+            f"{self.model_name}, {self.dim} dimensions, runtime {where} "
+            "(files checked; not loaded here)"
+        )
 
     def _model(self) -> Encoder:
         loaded = self._loaded
