@@ -30,6 +30,7 @@ from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.errors import Conflict, InvalidInput
 from app.providers.embedder import DEFAULT_MODEL, Embedder, LocalEmbedder
+from app.services.memory.window_vectors import stored_vectors
 from app.services.graph import operations as ops
 from app.services.graph.models import EntityIn, ObservationIn, RecordIn
 from app.services.jobs.runner import drain
@@ -167,13 +168,19 @@ def stored(db: Database, table: str, column: str = "embedding") -> dict[str, tup
 
 
 def assert_vectors_of(db: Database, model: Embedder, column: str = "embedding") -> int:
-    """Every row of memories, facts and passages holds ``model``'s vector of its text."""
+    """Every row of memories, facts and passages holds ``model``'s vector of its text (a
+    window: pooled from its turns' passages, app/services/memory/window_vectors.py)."""
     checked = 0
     for table in reembed.TABLES:
         rows = stored(db, table, column)
         assert rows, f"no {table}: the seed stored none"
         ids = list(rows)
-        expected = model.embed_documents([rows[i][0] for i in ids])
+        if table == "memories":  # windows pooled from their turns' passages, as committed
+            with db.admin_connection() as conn:
+                pairs = [(i, rows[i][0]) for i in ids]
+                expected = stored_vectors(conn, EmbeddingSettings(), model, pairs)
+        else:
+            expected = model.embed_documents([rows[i][0] for i in ids])
         for row_id, want in zip(ids, expected, strict=True):
             got = rows[row_id][1]
             assert got is not None, f"{table} {row_id} has no vector in {column}"
@@ -365,6 +372,14 @@ class Pausing:
             print("paused", flush=True)
             sys.stdin.read()
         return small.embed_documents(texts)
+
+    def embed_document_sums(self, texts):
+        # windows are pooled from their turns (app/services/memory/window_vectors.py)
+        Pausing.calls += 1
+        if Pausing.calls > pause_after:
+            print("paused", flush=True)
+            sys.stdin.read()
+        return small.embed_document_sums(texts)
 
     embed_queries = embed_documents
 

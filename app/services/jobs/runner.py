@@ -40,8 +40,9 @@ def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) ->
     for passages, before they existed). One batch per job, in one transaction; when a
     batch was full the job queues its successor, so a large backlog never holds one
     long transaction."""
-    done, full = backfill.fill_vectors(elephant, conn, job.tenant_id, BACKFILL_BATCH)
+    # passages first: a window's vector is pooled from its turns' passages
     filled = backfill.fill_passages(elephant, conn, job.tenant_id, BACKFILL_BATCH)
+    done, full = backfill.fill_vectors(elephant, conn, job.tenant_id, BACKFILL_BATCH)
     if full or filled.full:
         queue.enqueue(
             conn, job.tenant_id, job.kind, {}, max_attempts=elephant.settings.worker.max_attempts

@@ -16,6 +16,7 @@ from app.db.resources import fragment, load_sql
 from app.db.runtime import Connection
 from app.services.lifecycle.report import Report
 from app.services.memory import passages
+from app.services.memory.window_vectors import stored_vectors
 from app.services.ops import metrics
 from app.services.runtime import Elephant
 
@@ -45,7 +46,12 @@ def fill_vectors(elephant: Elephant, conn: Connection, tenant: str, limit: int) 
         if not rows:
             continue
         with metrics.embedding("document", len(rows)):
-            vectors = elephant.embedder.embed_documents([str(value) for _, value in rows])
+            if table == "memories":  # windows pooled from their turns, as the commit does
+                vectors = stored_vectors(
+                    conn, elephant.settings.embedding, elephant.embedder, list(rows)
+                )
+            else:
+                vectors = elephant.embedder.embed_documents([str(value) for _, value in rows])
         with conn.cursor() as cursor:
             cursor.executemany(
                 sql.SQL("UPDATE {} SET embedding = %s WHERE tenant_id = %s AND id = %s").format(
@@ -84,8 +90,8 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
     vectors = passages_written = 0
     more = True
     for _ in range(BATCHES):
+        filled = fill_passages(elephant, conn, tenant, BATCH)  # first: windows pool them
         written, full = fill_vectors(elephant, conn, tenant, BATCH)
-        filled = fill_passages(elephant, conn, tenant, BATCH)
         vectors += written
         passages_written += filled.written
         more = full or filled.full

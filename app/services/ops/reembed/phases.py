@@ -150,7 +150,14 @@ def _backfill(elephant: Elephant, conn: Connection, state: State, batch: int) ->
             continue
         found = conn.execute(rows.select_rows(table, rows.after(table)), (cursor, batch)).fetchall()
         cursors[table] = found[-1][0] if len(found) == batch else None
-        rows.write(conn, table, embedder, found, also=lambda: save(conn, cursors=cursors))
+        rows.write(
+            conn,
+            table,
+            embedder,
+            found,
+            also=lambda: save(conn, cursors=cursors),
+            settings=elephant.settings.embedding,
+        )
         if found:
             return "backfill"
     with conn.transaction():
@@ -166,7 +173,7 @@ def _catch_up(elephant: Elephant, conn: Connection, state: State, batch: int) ->
     for table in TABLES:
         missing = rows.missing(conn, table, batch)
         found = max(found, len(missing))
-        rows.write(conn, table, embedder, missing)
+        rows.write(conn, table, embedder, missing, settings=elephant.settings.embedding)
     return found
 
 
@@ -198,7 +205,14 @@ def _swap(elephant: Elephant, conn: Connection, state: State, batch: int) -> Non
         # everything written before the lock, and not yet caught up
         for table in TABLES:
             while missing := rows.missing(conn, table, batch):
-                rows.write(conn, table, embedder, missing, check_version=False)
+                rows.write(
+                    conn,
+                    table,
+                    embedder,
+                    missing,
+                    check_version=False,
+                    settings=elephant.settings.embedding,
+                )
         marker = conn.execute(
             "SELECT pg_snapshot_xmin(pg_current_snapshot())::text, now()"
         ).fetchone()
@@ -280,7 +294,15 @@ def _finish(elephant: Elephant, conn: Connection, state: State, batch: int) -> N
             found = conn.execute(
                 rows.select_rows(table, rows.with_ids(table)), (ids[first : first + batch],)
             ).fetchall()
-            rows.write(conn, table, embedder, found, column="embedding", check_version=False)
+            rows.write(
+                conn,
+                table,
+                embedder,
+                found,
+                column="embedding",
+                check_version=False,
+                settings=elephant.settings.embedding,
+            )
         if ids:
             log.info("re-embed: %s %s written around the swap embedded again", len(ids), table)
     check = sql.Identifier(_NOT_NULL_CHECK.format(table="passages"))

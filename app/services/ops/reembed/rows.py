@@ -18,9 +18,11 @@ from typing import Any
 
 from psycopg import sql
 
+from app.config import EmbeddingSettings
 from app.db.resources import fragment
 from app.db.runtime import Connection
 from app.providers.embedder import Embedder, Vectors
+from app.services.memory.window_vectors import stored_vectors
 from app.services.memory.windows import WindowTurn, render_turn
 
 TABLES = ("memories", "facts", "passages")
@@ -110,13 +112,19 @@ def write(
     column: str = "embedding_next",
     check_version: bool = True,
     also: Callable[[], None] | None = None,
+    settings: EmbeddingSettings | None = None,
 ) -> int:
     """Embed ``rows`` (from ``select_rows``) with the target, then store the vectors in one
     transaction (the embedding runs outside it). With ``check_version`` a row whose text
     changed since it was read is left alone: the writer's UPDATE cleared its new vector
     (the trigger) and the catch-up takes it. ``also`` runs in the same transaction.
-    Returns the rows written."""
-    vectors: Vectors = embedder.embed_documents(texts_of(table, rows))
+    Returns the rows written. With ``settings``, windows are pooled from their turns as
+    the commit pooled them (app/services/memory/window_vectors.py)."""
+    vectors: Vectors
+    if table == "memories" and settings is not None:
+        vectors = stored_vectors(conn, settings, embedder, [(row[0], row[1]) for row in rows])
+    else:
+        vectors = embedder.embed_documents(texts_of(table, rows))
     alias = ALIAS[table]
     version_check = (
         sql.SQL(" AND ({}) = %s").format(version(table)) if check_version else sql.SQL("")
