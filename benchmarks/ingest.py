@@ -214,21 +214,25 @@ class Run:
 LONG_TURNS = [400]
 
 
-def long_conversation(dataset: Path, turns: int, conversation_id: str) -> ConversationIn | None:
-    """LoCoMo's turns in order, across sessions and conversations, as one conversation."""
+def long_conversation(
+    dataset: Path, turns: int, conversation_id: str, skip: int = 0
+) -> ConversationIn | None:
+    """LoCoMo's turns in order, across sessions and conversations, as one conversation;
+    ``skip`` turns from the start first (each repeat its own texts: the embedder's cache
+    of recent texts must not answer a repeat)."""
     collected: list[dict[str, Any]] = []
     for sample in json.loads(dataset.read_text()):
         for _number, session, _date in ingest_service.locomo_sessions(sample):
             collected += [{"speaker": t["speaker"], "text": t["text"]} for t in session]
     if not collected:
         return None
-    while len(collected) < turns:
-        collected += collected
+    while len(collected) < skip + turns:
+        collected += [{**t, "text": f"{t['text']} (again)"} for t in collected]
     return ConversationIn.model_validate(
         {
             "conversation_id": conversation_id,
             "session_date": "2024-01-01T10:00:00Z",
-            "turns": collected[:turns],
+            "turns": collected[skip : skip + turns],
             "force": True,
         }
     )
@@ -268,9 +272,11 @@ def main() -> None:
                     run.ingest(mine)
                 load.append(os.getloadavg())
                 print(f"  {tenant}: {len(mine)} sessions", flush=True)
-            long = long_conversation(dataset, args.long_turns, "long")
-            for repeat in range(args.repeats if long is not None else 0):
-                for name in names if repeat % 2 == 0 else names[::-1]:
+            for repeat in range(args.repeats):
+                long = long_conversation(
+                    dataset, args.long_turns, "long", skip=repeat * args.long_turns
+                )
+                for name in (names if repeat % 2 == 0 else names[::-1]) if long else []:
                     assert long is not None
                     runs[name].long_commit(long, f"long-{repeat}")
             load.append(os.getloadavg())

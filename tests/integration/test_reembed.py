@@ -30,12 +30,12 @@ from app.db import Database
 from app.db.embedded import EmbeddedPostgres
 from app.errors import Conflict, InvalidInput
 from app.providers.embedder import DEFAULT_MODEL, Embedder, LocalEmbedder
-from app.services.memory.window_vectors import stored_vectors
 from app.services.graph import operations as ops
 from app.services.graph.models import EntityIn, ObservationIn, RecordIn
 from app.services.jobs.runner import drain
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
+from app.services.memory.window_vectors import stored_vectors
 from app.services.ops import reembed
 from app.services.ops.doctor import diagnose
 from app.services.retrieval.lanes import LaneSizes
