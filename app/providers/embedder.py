@@ -75,6 +75,22 @@ def model_directory(model: str) -> Path:
     return path
 
 
+def _located(settings: EmbeddingSettings) -> tuple[Path | None, Path]:
+    """(the model's directory, the folder whose config.json gives its size). Runtime onnx
+    needs no weights when its exported folder is here: an install without torch (or
+    without the model package) runs from the folder alone."""
+    try:
+        path = model_directory(settings.model)
+        return path, path
+    except ConfigError:
+        if settings.runtime != "onnx":
+            raise
+        folder = onnx_export.folder_for(settings.model, None, settings.onnx_dir)
+        if not (folder / onnx_export.CONFIG_FILE).is_file():
+            raise
+        return None, folder
+
+
 class LocalEmbedder:
     """A Hugging Face encoder on this machine: mean pooling over the attention mask.
 
@@ -84,11 +100,11 @@ class LocalEmbedder:
     start that never embeds never pays for it."""
 
     def __init__(self, settings: EmbeddingSettings) -> None:
-        path = model_directory(settings.model)
+        path, config = _located(settings)
         self.model_name = settings.model
         self._settings = settings
         self._path = path
-        self.dim = _hidden_size(path)
+        self.dim = _hidden_size(config)
         if self.dim != settings.dim:
             raise ConfigError(
                 f"embedding model {settings.model} produces {self.dim}-d vectors but "
@@ -132,11 +148,12 @@ class LocalEmbedder:
         """What the doctor can tell without loading the model: its files are there and say
         the configured size, and with runtime onnx the export verifies against its
         manifest (the vectors themselves are checked where it is loaded)."""
-        missing = [] if (self._path / "tokenizer_config.json").is_file() else ["a tokenizer"]
-        if not any((self._path / name).is_file() for name in _WEIGHTS):
-            missing.append(" or ".join(_WEIGHTS))
-        if missing:
-            raise ConfigError(f"model directory {self._path} lacks {', '.join(missing)}")
+        if self._path is not None:
+            missing = [] if (self._path / "tokenizer_config.json").is_file() else ["a tokenizer"]
+            if not any((self._path / name).is_file() for name in _WEIGHTS):
+                missing.append(" or ".join(_WEIGHTS))
+            if missing:
+                raise ConfigError(f"model directory {self._path} lacks {', '.join(missing)}")
         where = "torch"
         if self._settings.runtime == "onnx":
             folder = onnx_export.folder_for(self.model_name, self._path, self._settings.onnx_dir)
@@ -164,6 +181,7 @@ class LocalEmbedder:
     def _load(self) -> Encoder:
         settings = self._settings
         if settings.runtime == "torch":
+            assert self._path is not None  # _located found the weights for runtime torch
             return load_torch(
                 self.model_name, self._path, self._plan, settings.threads, settings.device
             )

@@ -143,7 +143,13 @@ class OnnxEncoder:
 
 
 def load_onnx(
-    model: str, model_dir: Path, onnx_dir: str, dim: int, plan: BatchPlan, threads: int, device: str
+    model: str,
+    model_dir: Path | None,
+    onnx_dir: str,
+    dim: int,
+    plan: BatchPlan,
+    threads: int,
+    device: str,
 ) -> OnnxEncoder:
     """The ONNX file of ``model``, verified against its manifest; exported here first when
     there is none and torch is installed (a one-time step `make install` normally does)."""

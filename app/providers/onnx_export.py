@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 ONNX_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
+CONFIG_FILE = "config.json"  # the model's, copied: the folder alone serves an install
 MANIFEST_FILE = "manifest.json"
 OPSET = 17
 WEIGHTS = ("model.safetensors", "pytorch_model.bin")
@@ -88,20 +89,22 @@ def default_root() -> Path:
     return Path(sys.prefix) / "share" / "elephant" / "models"
 
 
-def folder_for(model: str, model_dir: Path, onnx_dir: str) -> Path:
+def folder_for(model: str, model_dir: Path | None, onnx_dir: str) -> Path:
     """Where the ONNX file of ``model`` lives: embedding.onnx_dir when set; for the bundled
     model the install's share/elephant/models/<model>; for a model directory its own
     ``onnx/`` folder (where Hugging Face repositories publish theirs)."""
     if onnx_dir:
         return Path(onnx_dir).expanduser()
-    if Path(model).expanduser().is_dir():
+    if model_dir is not None and Path(model).expanduser().is_dir():
         return model_dir / "onnx"
     return default_root() / model
 
 
-def verify(folder: Path, model: str, model_dir: Path) -> Manifest:
+def verify(folder: Path, model: str, model_dir: Path | None) -> Manifest:
     """The manifest, after checking the ONNX file is the one recorded and was made from
-    these weights; a mismatch is an error that says how to export again."""
+    these weights; a mismatch is an error that says how to export again. Without the
+    weights on this machine (``model_dir`` None: an install without torch that was given
+    the folder) the file's own checksums are what is checked."""
     manifest = Manifest.read(folder)
     onnx = folder / ONNX_FILE
     if not onnx.is_file():
@@ -111,12 +114,15 @@ def verify(folder: Path, model: str, model_dir: Path) -> Manifest:
             f"{onnx} was exported from {manifest.source_model!r}, not embedding.model "
             f"{model!r}: point embedding.onnx_dir elsewhere or `elephant models export --force`"
         )
-    weights = weights_of(model_dir)
-    if weights.name != manifest.source_weights or sha256_of(weights) != manifest.source_sha256:
-        raise ConfigError(
-            f"{onnx} was exported from other weights than {weights}: "
-            "`elephant models export --force`"
-        )
+    if model_dir is not None:
+        weights = weights_of(model_dir)
+        if weights.name != manifest.source_weights or (
+            sha256_of(weights) != manifest.source_sha256
+        ):
+            raise ConfigError(
+                f"{onnx} was exported from other weights than {weights}: "
+                "`elephant models export --force`"
+            )
     tokenizer = folder / TOKENIZER_FILE
     if not tokenizer.is_file() or sha256_of(tokenizer) != manifest.tokenizer_sha256:
         raise ConfigError(f"{tokenizer} is missing or changed: `elephant models export --force`")
@@ -133,7 +139,9 @@ def export(model: str, model_dir: Path, folder: Path, *, force: bool = False) ->
     crash never leaves a half-written file where the embedder looks)."""
     if not force and (folder / MANIFEST_FILE).is_file():
         try:
-            return verify(folder, model, model_dir)
+            manifest = verify(folder, model, model_dir)
+            _copy_config(model_dir, folder)
+            return manifest
         except ConfigError as exc:
             log.warning("exporting again: %s", exc)
     try:
@@ -210,8 +218,20 @@ def export(model: str, model_dir: Path, folder: Path, *, force: bool = False) ->
         os.replace(target, folder / ONNX_FILE)
         os.replace(staged_tokenizer, folder / TOKENIZER_FILE)
         os.replace(staged, folder / MANIFEST_FILE)
+    _copy_config(model_dir, folder)
     log.info("exported %s to %s in %.1fs", model, folder, time.monotonic() - started)
     return manifest
+
+
+def _copy_config(model_dir: Path, folder: Path) -> None:
+    """The model's config.json beside the export: its vector size, for an install that has
+    the folder but not the weights."""
+    target = folder / CONFIG_FILE
+    source = (model_dir / CONFIG_FILE).read_bytes()
+    if not target.is_file() or target.read_bytes() != source:
+        staged = folder / f".{CONFIG_FILE}.{os.getpid()}"
+        staged.write_bytes(source)
+        os.replace(staged, target)
 
 
 def _fuse(target: Path, model_dir: Path) -> bool:
@@ -252,12 +272,18 @@ def _locked(folder: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def ensure(model: str, model_dir: Path, folder: Path) -> Manifest:
+def ensure(model: str, model_dir: Path | None, folder: Path) -> Manifest:
     """The verified manifest of ``folder``; exported first when it holds none and torch is
     here to do it. A folder that fails verification is an error, not silently replaced:
     someone put that file there."""
     if (folder / MANIFEST_FILE).is_file():
         return verify(folder, model, model_dir)
+    if model_dir is None:
+        raise ConfigError(
+            f"no ONNX export of {model} in {folder}, and its weights are not installed to "
+            "export one: copy a folder made by `elephant models export --to DIR` and set "
+            "embedding.onnx_dir to it"
+        )
     try:
         with _locked(folder):
             if (folder / MANIFEST_FILE).is_file():

