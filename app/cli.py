@@ -455,14 +455,24 @@ def models() -> None:
     """The local embedding model's ONNX export (what embedding.runtime = onnx runs)."""
 
 
-def _onnx_target(settings: Settings, to: Path | None) -> tuple[str, Path, Path]:
+def _onnx_target(
+    settings: Settings, to: Path | None, *, weights: bool
+) -> tuple[str, Path | None, Path]:
+    """(model, its weights' directory, the export's folder). ``weights`` False: an install
+    without the model package may still show a folder it was given."""
+    from app.errors import ConfigError
     from app.providers import onnx_export
     from app.providers.embedder import model_directory
 
     embedding = settings.embedding
     if embedding.provider != "local":
         raise click.UsageError(f"embedding.provider is {embedding.provider}: nothing to export")
-    model_dir = model_directory(embedding.model)
+    try:
+        model_dir: Path | None = model_directory(embedding.model)
+    except ConfigError:
+        if weights:
+            raise
+        model_dir = None
     folder = to or onnx_export.folder_for(embedding.model, model_dir, embedding.onnx_dir)
     return embedding.model, model_dir, folder
 
@@ -481,7 +491,8 @@ def models_export(force: bool, to: Path | None) -> None:
 
     from app.providers import onnx_export
 
-    model, model_dir, folder = _onnx_target(command_settings(), to)
+    model, model_dir, folder = _onnx_target(command_settings(), to, weights=True)
+    assert model_dir is not None
     manifest = onnx_export.export(model, model_dir, folder, force=force)
     click.echo(json.dumps({"folder": str(folder), **asdict(manifest)}, indent=2))
 
@@ -494,7 +505,7 @@ def models_show() -> None:
     from app.errors import ConfigError
     from app.providers import onnx_export
 
-    model, model_dir, folder = _onnx_target(command_settings(), None)
+    model, model_dir, folder = _onnx_target(command_settings(), None, weights=False)
     try:
         manifest = onnx_export.verify(folder, model, model_dir)
     except ConfigError as exc:
