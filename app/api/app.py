@@ -82,8 +82,8 @@ def create_app(
 
     # Failed key checks from one address and key prefix: one budget for REST and MCP.
     failed_auth = FailedAuthGuard(settings.auth)
-    # MCP (streamable HTTP) at /mcp, served by the same runtime; its session manager
-    # runs in the app's lifespan.
+    # MCP (streamable HTTP) at /mcp, served by the same runtime; built at its first
+    # request (app/api/mcp.py), its session manager then runs in the app's lifespan.
     mounts: list[ASGIRouteHandler] = []
     lifespan: list[Callable[[Litestar], AbstractAsyncContextManager[None]]] = []
     # The request id first: the access line (by route template, app/web/access_log.py)
