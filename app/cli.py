@@ -124,20 +124,26 @@ def _announce_auth(settings: Settings) -> None:
 @_AUTH_OPTION
 def serve(host: str | None, port: int | None, auth: str | None) -> None:
     """Run the HTTP API (on the embedded Postgres unless DATABASE_URL is set)."""
-    import uvicorn
-
-    from app.api import create_app
     from app.services.access.auth import check_bind
-    from app.services.jobs.worker import start_worker
-    from app.services.ops import server_link
-    from app.services.runtime import Elephant
 
     settings = _with_auth_mode(command_settings(serving=True), auth)
     bind = host or settings.server.host
     served_port = port or settings.server.port
     check_bind(settings, bind, where="elephant serve")
-    # Open here, failing with our message, rather than inside the ASGI lifespan.
-    elephant = Elephant.open(settings)
+    # The model loads and the database opens in the background while the app is built.
+    opening = _Opening(settings)
+    try:
+        import uvicorn
+
+        from app.api import create_app
+        from app.services.jobs.worker import start_worker
+        from app.services.ops import server_link
+
+        # Opened here, failing with our message, rather than inside the ASGI lifespan.
+        elephant = opening.wait()
+    except BaseException:  # SIGTERM while starting: the database must not outlive us
+        opening.close()
+        raise
     code = 0
     link = None
     try:
@@ -166,6 +172,51 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
             server_link.withdraw(settings, link)
         elephant.close()
     _exit_now(code)
+
+
+class _Opening:
+    """Loads the local embedding model and opens the runtime (the embedded Postgres
+    started, the schema migrated and checked) in background threads from construction
+    on, while the caller imports and builds its app."""
+
+    def __init__(self, settings: Settings) -> None:
+        import contextlib
+        import threading
+
+        from app.providers.embedder import build_embedder
+        from app.services.runtime import Elephant
+
+        embedder: Any = None
+        # A bad embedding setting: Elephant.open raises it again, after the database's checks.
+        with contextlib.suppress(Exception):
+            embedder = build_embedder(settings.embedding)
+        warm_up = getattr(embedder, "warm_up", None)
+        if callable(warm_up):
+            warm_up()  # _warm_up asks again once the runtime is open: the model loads once
+        self._outcome: dict[str, Any] = {}
+
+        def open_runtime() -> None:
+            try:
+                self._outcome["elephant"] = Elephant.open(settings, embedder=embedder)
+            except Exception as exc:  # noqa: BLE001 - wait() raises it in the caller's thread
+                self._outcome["error"] = exc
+
+        self._thread = threading.Thread(target=open_runtime, name="elephant-open", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> Any:
+        """The opened Elephant, or the error opening it raised."""
+        self._thread.join()
+        if "elephant" not in self._outcome:
+            raise self._outcome.get("error") or RuntimeError("opening the runtime failed")
+        return self._outcome["elephant"]
+
+    def close(self) -> None:
+        """The caller gives up (SIGTERM while starting): close what was opened."""
+        self._thread.join()
+        opened = self._outcome.get("elephant")
+        if opened is not None:
+            opened.close()
 
 
 def _warm_up(elephant: Any) -> None:

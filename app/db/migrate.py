@@ -3,6 +3,10 @@
 The schema depends on settings (embedding dimension and model, the roles, the
 optional extensions to create), so those travel to the migration scripts in
 ``Config.attributes``.
+
+alembic and SQLAlchemy (~0.35 s to import) are imported when a migration runs or the
+head is asked for, not with the database runtime: a server imports this module on its
+way to opening the database, and `elephant serve` opens it in the background.
 """
 
 from __future__ import annotations
@@ -11,15 +15,15 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import psycopg
-import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 
 from app.db.resources import migrations_dir
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
+    from alembic.config import Config
 
 # What the migrations create besides pgvector when the server has them; the same default
 # as database.optional_extensions, so a caller that does not say keeps today's schema.
@@ -37,6 +41,8 @@ class SchemaParams:
 
 
 def _alembic_config() -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(migrations_dir()))
     return config
@@ -44,6 +50,8 @@ def _alembic_config() -> Config:
 
 @contextmanager
 def _engine(conninfo: str) -> Iterator[sa.Engine]:
+    import sqlalchemy as sa
+
     engine = sa.create_engine(
         "postgresql+psycopg://",
         creator=lambda: psycopg.connect(conninfo),
@@ -61,6 +69,8 @@ _ALEMBIC = threading.Lock()
 
 
 def _run(conninfo: str, params: SchemaParams, action: str, target: str) -> None:
+    from alembic import command
+
     config = _alembic_config()
     with _ALEMBIC, _engine(conninfo) as engine, engine.begin() as connection:
         config.attributes.update(
@@ -87,11 +97,15 @@ def downgrade(conninfo: str, params: SchemaParams, target: str = "base") -> None
 
 
 def head_revision() -> str:
+    from alembic.script import ScriptDirectory
+
     head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
     assert head is not None, "no migrations found"
     return head
 
 
 def current_revision(conninfo: str) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     with _engine(conninfo) as engine, engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
