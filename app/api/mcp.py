@@ -66,13 +66,14 @@ class LazyMCP:
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
         self._wanted, self._ready = anyio.Event(), anyio.Event()
+        self._app = self._error = None  # a second lifespan of the app builds afresh
         stop = anyio.Event()
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(self._serve, stop)
             try:
                 yield
             finally:
-                if self._app is None:  # never asked for, or still building: nothing to drain
+                if not self._ready.is_set():  # never asked for, or still building
                     tasks.cancel_scope.cancel()
                 stop.set()
 
@@ -82,17 +83,17 @@ class LazyMCP:
         started = time.perf_counter()
         try:
             mcp, app = await anyio.to_thread.run_sync(self._build)
+            async with mcp.lifespan(mcp):
+                self._app = app
+                took = time.perf_counter() - started
+                log.info("MCP server built at its first request in %.2fs", took)
+                self._ready.set()
+                await stop.wait()
         except Exception as exc:
-            log.exception("building the MCP server failed")
-            self._error = exc
-            self._ready.set()
-            return
-        async with mcp.lifespan(mcp):
-            self._app = app
-            took = time.perf_counter() - started
-            log.info("MCP server built at its first request in %.2fs", took)
-            self._ready.set()
-            await stop.wait()
+            log.exception("the MCP server failed (building it, or its session manager)")
+            self._error, self._app = exc, None
+        finally:
+            self._ready.set()  # whoever still waits is told there is no MCP server
 
 
 def mcp_mount(
