@@ -39,7 +39,7 @@ from alembic.util.exc import CommandError
 from psycopg import sql
 
 from app.config import validate_tenant_id
-from app.db.resources import fragment, migrations_dir
+from app.db.resources import fragment, load_sql, migrations_dir
 from app.db.runtime import Connection, SQLParams
 from app.errors import CapabilityMissing, Conflict, InvalidInput
 from app.protocol import JSONObject
@@ -48,6 +48,7 @@ from app.services.graph import vocabulary
 from app.services.graph.store import Entity, GraphStore, Relation
 from app.services.graph.transfer import PAGE
 from app.services.lifecycle.backfill import fill_passages
+from app.services.memory.window_vectors import pooling, stored_vectors
 from app.services.runtime import Elephant
 from app.services.transfer import catalog, fileformat, rules
 from app.services.transfer.catalog import Catalog, Column, Table
@@ -218,6 +219,7 @@ def _import(
     entities, relations = (0, 0) if store is None else _graph(conn, store, tenant)
     if not plan.vectors:
         embedded["passages"] = _passages(elephant, conn, tenant)
+        embedded["windows_pooled"] = _pool_windows(elephant, conn, tenant)
     audit.write(
         conn,
         tenant=tenant,
@@ -569,6 +571,27 @@ def _embed(elephant: Elephant, conn: Connection, table: Table) -> int:
             )
         done += len(rows)
         after = int(rows[-1][0])
+
+
+def _pool_windows(elephant: Elephant, conn: Connection, tenant: str) -> int:
+    """Windows given the vector a commit gives them, pooled from their turns' passages
+    (app/services/memory/window_vectors.py), once the passages are made: their text was
+    read with the other memories to store every row once, and is replaced here."""
+    if not pooling(elephant.settings.embedding, elephant.embedder):
+        return 0
+    rows = conn.execute(load_sql("transfer/windows_of_tenant.sql"), {"tenant": tenant}).fetchall()
+    for first in range(0, len(rows), EMBED_BATCH):
+        batch = [(str(row_id), str(text)) for row_id, text in rows[first : first + EMBED_BATCH]]
+        vectors = stored_vectors(conn, elephant.settings.embedding, elephant.embedder, batch)
+        with conn.cursor() as cursor:
+            cursor.executemany(
+                "UPDATE memories SET embedding = %s WHERE tenant_id = %s AND id = %s",
+                [
+                    (vector, tenant, row_id)
+                    for (row_id, _), vector in zip(batch, vectors, strict=True)
+                ],
+            )
+    return len(rows)
 
 
 def _passages(elephant: Elephant, conn: Connection, tenant: str) -> int:
