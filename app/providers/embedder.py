@@ -193,6 +193,7 @@ class LocalEmbedder:
             self._plan,
             settings.threads,
             settings.device,
+            settings.spin,
         )
 
     def embed_documents(self, texts: Sequence[str]) -> Vectors:

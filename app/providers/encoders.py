@@ -89,17 +89,24 @@ class OnnxEncoder:
 
     runtime = "onnx"
 
-    def __init__(self, folder: Path, dim: int, plan: BatchPlan, threads: int, device: str) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        dim: int,
+        plan: BatchPlan,
+        threads: int,
+        device: str,
+        spin: bool = False,
+    ) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or default_threads()
         options.inter_op_num_threads = 1
-        # Idle threads sleep instead of spinning: the cores are shared with Postgres and
-        # the other requests of this process. Measured on a busy 2-core machine (load 4):
-        # query p50 8.1 ms sleeping vs 21.6 ms spinning with 2 threads.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # By default idle threads sleep instead of spinning: the cores are shared with
+        # Postgres and the other requests of this process (embedding.spin says why).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if spin else "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         offered = onnxruntime.get_available_providers()
         providers = ["CPUExecutionProvider"]
@@ -150,13 +157,14 @@ def load_onnx(
     plan: BatchPlan,
     threads: int,
     device: str,
+    spin: bool = False,
 ) -> OnnxEncoder:
     """The ONNX file of ``model``, verified against its manifest; exported here first when
     there is none and torch is installed (a one-time step `make install` normally does)."""
     started = time.monotonic()
     folder = onnx_export.folder_for(model, model_dir, onnx_dir)
     onnx_export.ensure(model, model_dir, folder)
-    encoder = OnnxEncoder(folder, dim, plan, threads, device)
+    encoder = OnnxEncoder(folder, dim, plan, threads, device, spin)
     log.info(
         "embedding model %s loaded (onnxruntime, %d threads) in %.2fs",
         model,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any, Literal
 
@@ -142,18 +143,19 @@ def _search(
 ) -> SearchResult:
     started = time.perf_counter()
     settings = elephant.settings.search
+    expanding = settings.expand if request.expand is None else request.expand
+    # Without expansion the query is all the model needs: it is embedded while the
+    # connection is taken and the graph lane's entities are read, not after.
+    early = None if expanding else _QUERY_EMBEDDING.submit(_embed_query, elephant, [request.query])
     with elephant.db.reading(tenant, consistency) as conn:
         engine = keyword_engine(elephant, conn)
         variants = [request.query]
-        if settings.expand if request.expand is None else request.expand:
+        if expanding:
             names = elephant.names.get(conn, tenant)
             variants = expand(request.query, names, max_variants=settings.max_variants)
             for paraphrase in _paraphrases(elephant, tenant, request.query):
                 if len(variants) < settings.max_variants and paraphrase not in variants:
                     variants.append(paraphrase)
-        embed_started = time.perf_counter()
-        vectors = elephant.embedder.embed_queries(variants)
-        embed_ms = (time.perf_counter() - embed_started) * 1000
         limit = request.limit or settings.default_limit
         reranking = elephant.reranker is not None and (
             elephant.settings.reranker.enabled if request.rerank is None else request.rerank
@@ -166,6 +168,9 @@ def _search(
         neighbours: list[str] = []
         if _lane_sizes(elephant, request)["graph"] > 0:
             named, neighbours = lane_entities(elephant, conn, tenant, request.query)
+        vectors, embed_ms = (
+            early.result() if early is not None else _embed_query(elephant, variants)
+        )
         dates = _question_dates(request, settings.date_weight)
         params = statement_params(
             elephant,
@@ -229,6 +234,16 @@ def _search(
             ),
         )
     return result
+
+
+_QUERY_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
+
+
+def _embed_query(elephant: Elephant, variants: list[str]) -> tuple[Any, float]:
+    """The variants' vectors and the milliseconds the embedder took."""
+    embed_started = time.perf_counter()
+    vectors = elephant.embedder.embed_queries(variants)
+    return vectors, (time.perf_counter() - embed_started) * 1000
 
 
 def _question_dates(request: SearchRequest, weight: float) -> QuestionDates | None:
