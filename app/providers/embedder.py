@@ -150,8 +150,8 @@ class LocalEmbedder:
         manifest (the vectors themselves are checked where it is loaded)."""
         if self._path is not None:
             missing = [] if (self._path / "tokenizer_config.json").is_file() else ["a tokenizer"]
-            if not any((self._path / name).is_file() for name in _WEIGHTS):
-                missing.append(" or ".join(_WEIGHTS))
+            if not any((self._path / name).is_file() for name in onnx_export.WEIGHTS):
+                missing.append(" or ".join(onnx_export.WEIGHTS))
             if missing:
                 raise ConfigError(f"model directory {self._path} lacks {', '.join(missing)}")
         where = "torch"
@@ -271,9 +271,6 @@ def normalised(sums: Sums) -> Vectors:
     return vectors
 
 
-_WEIGHTS = ("model.safetensors", "pytorch_model.bin")
-
-
 def _hidden_size(path: Path) -> int:
     """A model's vector size from its config.json (no torch needed)."""
     config = path / "config.json"
@@ -331,20 +328,7 @@ def build_embedder(settings: EmbeddingSettings) -> Embedder:
 def local_model_dim(model: str) -> int:
     """The vector size of a local model (all-MiniLM-L6-v2 or a model directory), read from its
     config.json without loading it (no torch): a re-embed checks a target before any work."""
-    import json
-
-    path = _bundled_model_dir() if model == DEFAULT_MODEL else Path(model).expanduser()
-    config = path / "config.json"
-    if not config.is_file():
-        raise ConfigError(
-            f"embedding model {model!r} is neither {DEFAULT_MODEL!r} nor a local model "
-            "directory with a config.json (this machine cannot download models)"
-        )
-    try:
-        size = json.loads(config.read_text(encoding="utf-8"))["hidden_size"]
-    except (ValueError, KeyError, TypeError):
-        raise ConfigError(f"{config} names no hidden_size: not an encoder model") from None
-    return int(size)
+    return _hidden_size(model_directory(model))
 
 
 def build_embedder_for(
