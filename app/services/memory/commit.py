@@ -39,7 +39,7 @@ from app.services.memory.schemas import (
     NoteResponse,
     WindowOutcome,
 )
-from app.services.memory.window_vectors import pooled_windows
+from app.services.memory.window_vectors import pooled_windows, pooling
 from app.services.memory.windows import Window, WindowTurn, build_windows
 from app.services.ops import metrics
 from app.services.runtime import Elephant
@@ -326,14 +326,11 @@ def _window_and_passage_vectors(
     (app/services/memory/window_vectors.py); otherwise it reads the windows too."""
     embedder = elephant.embedder
     covered = {p.seq for p in parts}
-    pooled_ok = all(
+    every_window_has_parts = all(
         any(seq in covered for seq in range(w.turn_start, w.turn_end + 1)) for w in windows
     )
-    if (
-        elephant.settings.embedding.window_vectors == "pooled"
-        and isinstance(embedder, TokenSums)
-        and pooled_ok
-    ):
+    if every_window_has_parts and pooling(elephant.settings.embedding, embedder):
+        assert isinstance(embedder, TokenSums)
         try:
             with metrics.embedding("document", len(parts)):
                 sums = embedder.embed_document_sums([p.text for p in parts])

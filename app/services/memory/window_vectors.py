@@ -5,8 +5,8 @@ summing the turns' token sums gives the window a vector without the model readin
 window again (2.5 times each turn's words at stride 2, and the longest texts of a
 commit). Each turn is read in its own context rather than beside its neighbours; the
 LoCoMo split decides whether that is as good (docs/benchmarks.md), and
-embedding.window_vectors = model keeps the old way. A re-embed and a backfill pool
-stored windows the same way (stored_vectors); an import without vectors reads them.
+embedding.window_vectors = model keeps the old way. A re-embed, a backfill and an import
+without vectors pool stored windows the same way (stored_vectors).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def stored_vectors(
     read = [i for i, (row_id, _) in enumerate(rows) if str(row_id) not in parts]
     if read:
         vectors[read] = embedder.embed_documents([str(rows[i][1]) for i in read])
-    pooled = [i for i in range(len(rows)) if i not in set(read)]
+    pooled = [i for i, (row_id, _) in enumerate(rows) if str(row_id) in parts]
     if pooled:
         assert isinstance(embedder, TokenSums)
         texts = [text for i in pooled for text in parts[str(rows[i][0])]]

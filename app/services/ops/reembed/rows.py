@@ -111,17 +111,17 @@ def write(
     *,
     column: str = "embedding_next",
     check_version: bool = True,
+    settings: EmbeddingSettings,
     also: Callable[[], None] | None = None,
-    settings: EmbeddingSettings | None = None,
 ) -> int:
     """Embed ``rows`` (from ``select_rows``) with the target, then store the vectors in one
     transaction (the embedding runs outside it). With ``check_version`` a row whose text
     changed since it was read is left alone: the writer's UPDATE cleared its new vector
     (the trigger) and the catch-up takes it. ``also`` runs in the same transaction.
-    Returns the rows written. With ``settings``, windows are pooled from their turns as
-    the commit pooled them (app/services/memory/window_vectors.py)."""
+    Returns the rows written. Windows are pooled from their turns as the commit pooled
+    them when ``settings`` say so (app/services/memory/window_vectors.py)."""
     vectors: Vectors
-    if table == "memories" and settings is not None:
+    if table == "memories":
         vectors = stored_vectors(conn, settings, embedder, [(row[0], row[1]) for row in rows])
     else:
         vectors = embedder.embed_documents(texts_of(table, rows))
