@@ -204,19 +204,17 @@ class TorchEncoder:
         self.plan = plan
 
     def pool(self, texts: list[str]) -> Pooled:
+        """Tokenized once; each batch padded to its own widest text."""
         torch = self.torch
-        lengths = [len(ids) for ids in self._ids(texts)]
+        encoded = self.tokenizer(texts, truncation=True, max_length=self.plan.max_length)
+        features = [{key: encoded[key][i] for key in encoded} for i in range(len(texts))]
+        lengths = [len(feature["input_ids"]) for feature in features]
         sums: Sums | None = None
-        counts = np.asarray(lengths, dtype=np.int64)
         with torch.inference_mode():
             for index in self.plan.batches(lengths):
-                batch = self.tokenizer(
-                    [texts[i] for i in index],
-                    padding=True,
-                    truncation=True,
-                    max_length=self.plan.max_length,
-                    return_tensors="pt",
-                ).to(self.device)
+                batch = self.tokenizer.pad([features[i] for i in index], return_tensors="pt").to(
+                    self.device
+                )
                 hidden = self.model(**batch).last_hidden_state
                 mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * mask).sum(dim=1).float().cpu().numpy()
@@ -224,11 +222,7 @@ class TorchEncoder:
                     sums = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
                 sums[index] = pooled
         assert sums is not None
-        return Pooled(sums=sums, counts=counts)
-
-    def _ids(self, texts: list[str]) -> list[list[int]]:
-        encoded = self.tokenizer(texts, truncation=True, max_length=self.plan.max_length)
-        return list(encoded["input_ids"])
+        return Pooled(sums=sums, counts=np.asarray(lengths, dtype=np.int64))
 
 
 def load_torch(
