@@ -71,6 +71,8 @@ EMBEDDED_TEXT: dict[str, LiteralString] = {
         "ELSE coalesce(r.subject, '') || ' (' || r.observation_kind || '): ' || r.text END"
     ),
 }
+# The memories' text to embed when windows are pooled later: NULL for a window.
+WINDOWS_POOLED_LATER: LiteralString = "CASE WHEN r.kind = 'window' THEN NULL ELSE r.text END"
 VECTORS = "elephant_import_vectors"  # row (line number) -> its vector made here (temporary)
 # Work in flight is queued again, unlocked: a running job's worker is in the other database.
 OVERRIDES: dict[tuple[str, str], LiteralString] = {
@@ -219,7 +221,9 @@ def _import(
     entities, relations = (0, 0) if store is None else _graph(conn, store, tenant)
     if not plan.vectors:
         embedded["passages"] = _passages(elephant, conn, tenant)
-        embedded["windows_pooled"] = _pool_windows(elephant, conn, tenant)
+        pooled = _pool_windows(elephant, conn, tenant)  # memories whose vector waited
+        if pooled:
+            embedded["memories"] = embedded.get("memories", 0) + pooled
     audit.write(
         conn,
         tenant=tenant,
@@ -551,32 +555,38 @@ def _embed(elephant: Elephant, conn: Connection, table: Table) -> int:
     update afterwards would write every row twice, and every index entry)."""
     conn.execute(_statement("vectors_table"))
     vectors = [c.name for c in table.columns if c.vector]
+    text = EMBEDDED_TEXT[table.name]
+    if table.name == "memories" and pooling(elephant.settings.embedding, elephant.embedder):
+        # windows are pooled from their turns once the passages are made (_pool_windows);
+        # until then they have no vector, so the model does not read them twice
+        text = WINDOWS_POOLED_LATER
     done = after = 0
     while True:
         rows = conn.execute(
             sql.SQL(_statement("embedded_texts")).format(
-                text=sql.SQL(EMBEDDED_TEXT[table.name]), table=sql.Identifier(table.name)
+                text=sql.SQL(text), table=sql.Identifier(table.name)
             ),
             (vectors, table.name, after, EMBED_BATCH),
         ).fetchall()
         if not rows:
             return done
-        made = elephant.embedder.embed_documents([str(text) for _, text in rows])
+        read = [(n, value) for n, value in rows if value is not None]
+        made = elephant.embedder.embed_documents([str(value) for _, value in read])
         with conn.cursor() as cursor:
             cursor.executemany(
                 sql.SQL("INSERT INTO {} (n, embedding) VALUES (%s, %s)").format(
                     sql.Identifier(VECTORS)
                 ),
-                [(n, vector) for (n, _), vector in zip(rows, made, strict=True)],
+                [(n, vector) for (n, _), vector in zip(read, made, strict=True)],
             )
-        done += len(rows)
+        done += len(read)
         after = int(rows[-1][0])
 
 
 def _pool_windows(elephant: Elephant, conn: Connection, tenant: str) -> int:
     """Windows given the vector a commit gives them, pooled from their turns' passages
-    (app/services/memory/window_vectors.py), once the passages are made: their text was
-    read with the other memories to store every row once, and is replaced here."""
+    (app/services/memory/window_vectors.py), once the passages are made (_embed left
+    them without one)."""
     if not pooling(elephant.settings.embedding, elephant.embedder):
         return 0
     rows = conn.execute(load_sql("transfer/windows_of_tenant.sql"), {"tenant": tenant}).fetchall()
