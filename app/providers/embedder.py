@@ -9,6 +9,7 @@ torch with embedding.runtime = torch (app/providers/encoders.py).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -283,24 +284,32 @@ def _hidden_size(path: Path) -> int:
 
 
 class _Recent:
-    """The last ``size`` texts' sums and counts, least recently used first out. Only the
-    thread holding the model's lock touches it."""
+    """The last ``size`` texts' sums and counts, least recently used first out, keyed by a
+    digest of the text: the process keeps no copy of a text after the model read it (an
+    erased note's words are not held here). Only the thread holding the model's lock
+    touches it."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._items: OrderedDict[str, tuple[Sums, int]] = OrderedDict()
+        self._items: OrderedDict[bytes, tuple[Sums, int]] = OrderedDict()
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).digest()
 
     def get(self, text: str) -> tuple[Sums, int] | None:
-        item = self._items.get(text)
+        key = self._key(text)
+        item = self._items.get(key)
         if item is not None:
-            self._items.move_to_end(text)
+            self._items.move_to_end(key)
         return item
 
     def put(self, text: str, item: tuple[Sums, int]) -> None:
         if self.size <= 0:
             return
-        self._items[text] = item
-        self._items.move_to_end(text)
+        key = self._key(text)
+        self._items[key] = item
+        self._items.move_to_end(key)
         while len(self._items) > self.size:
             self._items.popitem(last=False)
 

@@ -127,6 +127,8 @@ def test_an_exact_repeat_is_not_read_by_the_model_again(embedder: LocalEmbedder)
     assert read == ["the same turn", "another turn"], "a repeat inside one call is read once"
     again = counting.embed_documents(["another turn", "the same turn"])
     assert read == ["the same turn", "another turn"], "repeats of recent texts come from cache"
+    held = b"".join(counting._cache._items)
+    assert b"the same turn" not in held and b"another turn" not in held, "texts kept in memory"
     assert np.allclose(again, first[[2, 0]])
     counting.embed_documents([f"filler {i}" for i in range(10)])  # pushes both out (size 8)
     counting.embed_documents(["the same turn"])
