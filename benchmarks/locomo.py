@@ -87,7 +87,7 @@ DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "shared" / "datasets" / 
 TENANT_PREFIX = "locomo"
 LIMIT = 60
 KS = (1, 5, 10, 20, 60)
-ALL_EVIDENCE_KS = (10, 60)
+ALL_EVIDENCE_KS = KS
 BUDGETS = (1000, 2000, 4000)
 TOKENS_PER_WORD = 1.3
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -245,6 +245,7 @@ class Outcome:
     first_rank_by_kind: dict[str, int | None]  # "memory" (window/note) and "fact"
     budget_hits: dict[int, bool]
     all_evidence: dict[int, bool]
+    cover_tokens: float | None  # tokens of the ranked prefix that covers all evidence
     total_ms: float
     sql_ms: float
     embedding_ms: float
@@ -286,6 +287,14 @@ def score_hits(
         for ids in hit_ids[:k]:
             covered |= ids
         all_evidence[k] = bool(evidence) and evidence <= covered
+    cover_tokens: float | None = None
+    covered, used = set(), 0.0
+    for hit, ids in zip(hits, hit_ids, strict=True):
+        used += approx_tokens(hit.text)
+        covered |= ids
+        if evidence and evidence <= covered:
+            cover_tokens = used
+            break
     return Outcome(
         question=question,
         first_rank=first_rank,
@@ -293,6 +302,7 @@ def score_hits(
         first_rank_by_kind=by_kind,
         budget_hits=budget_hits,
         all_evidence=all_evidence,
+        cover_tokens=cover_tokens,
         total_ms=timings.total if timings else 0.0,
         sql_ms=timings.sql if timings else 0.0,
         embedding_ms=timings.embedding if timings else 0.0,
@@ -349,6 +359,11 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
         summary[f"budget@{budget // 1000}k"] = rate([o.budget_hits[budget] for o in scored])
     for k in ALL_EVIDENCE_KS:
         summary[f"all_evidence@{k}"] = rate([o.all_evidence[k] for o in scored])
+    # Tokens to cover all evidence: the median over questions, a question whose evidence
+    # the 60 results never cover counting as infinite (so the median can be "none").
+    costs = sorted(o.cover_tokens if o.cover_tokens is not None else float("inf") for o in scored)
+    middle = costs[len(costs) // 2] if costs else float("inf")
+    summary["cover_tokens_p50"] = None if middle == float("inf") else round(middle)
     for group in ("memory", "fact"):
         ranks = [o.first_rank_by_kind[group] for o in scored]
         summary[f"{group}_recall@10"] = rate([r is not None and r <= 10 for r in ranks])
@@ -496,12 +511,52 @@ def split_report(
             )
             for spec, rows in outcomes.items()
         }
+        categories = {
+            CATEGORIES[category]: {
+                spec: summarise(
+                    [
+                        o
+                        for o in rows
+                        if o.question.tenant in members and o.question.category == category
+                    ]
+                )
+                for spec, rows in outcomes.items()
+            }
+            for category in SCORED
+        }
         report[name] = {
             "conversations": sorted(members),
             "passes": summaries,
             "fused_vs_best_lane": versus_best_lane(summaries),
+            "categories": categories,
         }
     return report
+
+
+def coverage_rows(split: dict[str, dict[str, Any]]) -> list[list[Any]]:
+    """Per half and category: fused all-evidence@k and tokens to cover all evidence, with
+    the best single lane's all-evidence@10 and tokens beside."""
+    rows = []
+    for half, part in split.items():
+        for category, passes in [*part["categories"].items(), ("overall", part["passes"])]:
+            fused = passes.get("fused")
+            if not fused or not fused["scored"]:
+                continue
+            lanes = [name for name in SINGLE_LANES if name in passes]
+            best = max(lanes, key=lambda n: passes[n]["all_evidence@10"] or 0.0) if lanes else None
+            rows.append(
+                [
+                    half,
+                    category,
+                    fused["scored"],
+                    *(fused[f"all_evidence@{k}"] for k in (5, 10, 20, 60)),
+                    fused["cover_tokens_p50"],
+                    best or "-",
+                    passes[best]["all_evidence@10"] if best else None,
+                    passes[best]["cover_tokens_p50"] if best else None,
+                ]
+            )
+    return rows
 
 
 # ---------------------------------------------------------------- printing
@@ -850,6 +905,25 @@ def report(result: dict[str, Any]) -> None:
         )
     headers = ["category", "all-evidence@10", "all-evidence@60", "windows r@10", "facts r@10"]
     print(markdown(headers, rows))
+    print(
+        "\n## All the evidence, per half of the split and category (fused; tokens: the median "
+        "tokens of the ranked results needed to cover every evidence turn, - when the 60 "
+        "results do not cover it for half the questions)\n"
+    )
+    headers = [
+        "conversations",
+        "category",
+        "n",
+        "all-ev@5",
+        "all-ev@10",
+        "all-ev@20",
+        "all-ev@60",
+        "tokens",
+        "best lane",
+        "its all-ev@10",
+        "its tokens",
+    ]
+    print(markdown(headers, coverage_rows(result["split"])))
     print(f"\nfirst evidence-bearing result kind (1-4): {result['first_hit_kind']}")
     print(f"first evidence-bearing rank (1-4): {result['first_hit_rank']}")
 
