@@ -74,6 +74,7 @@ from app.errors import ConfigError
 from app.providers.llm import LLM, LLMError, build_llm
 from app.services.jobs.runner import drain
 from app.services.memory import ingest as ingest_service
+from app.services.retrieval.diversity import estimated_tokens
 from app.services.retrieval.lanes import LaneSizes
 from app.services.retrieval.schemas import SearchHit, SearchRequest, SearchTimings
 from app.services.retrieval.search import search
@@ -200,6 +201,7 @@ class Pass:
     lanes: LaneSizes
     expand: bool
     diversify: bool | None = None  # None: search.diversify; single lanes are shown plain
+    decompose: bool | None = None  # None: search.decompose; single lanes take the question
 
 
 PASSES = (
@@ -210,11 +212,13 @@ PASSES = (
         LaneSizes(windows=LIMIT, facts=0, keyword=0, graph=0, preferences=0),
         False,
         False,
+        False,
     ),
     Pass(
         "facts_dense",
         "facts-dense lane only (60), no expansion",
         LaneSizes(windows=0, facts=LIMIT, keyword=0, graph=0, preferences=0),
+        False,
         False,
         False,
     ),
@@ -224,9 +228,17 @@ PASSES = (
         LaneSizes(windows=0, facts=0, keyword=LIMIT, graph=0, preferences=0),
         False,
         False,
+        False,
     ),
     Pass("fused_expand", "default lanes, expansion on (name variants)", LaneSizes(), True),
     Pass("fused_no_graph", "default lanes without the graph lane", LaneSizes(graph=0), False),
+    Pass(
+        "fused_no_decompose",
+        "default lanes, the question alone (no sub-queries per name)",
+        LaneSizes(),
+        False,
+        decompose=False,
+    ),
     Pass(
         "fused_plain",
         "default lanes, no turn diversity (the fused RRF order as it is)",
@@ -321,6 +333,7 @@ def request(question: Question, spec: Pass) -> SearchRequest:
         explain=True,
         lanes=spec.lanes,
         diversify=spec.diversify,
+        decompose=spec.decompose,
     )
 
 
@@ -335,6 +348,55 @@ def run_pass(elephant: Elephant, questions: Sequence[Question], spec: Pass) -> l
             elapsed = time.perf_counter() - started
             print(f"  {spec.name}: {number}/{len(questions)} ({elapsed:.0f}s)", flush=True)
     return outcomes
+
+
+# ---------------------------------------------------------------- token budgets
+
+MAX_TOKENS = (500, 1000, 2000, 4000)
+# Passes that are not one search per question: search(max_tokens=...) at each budget.
+EXTRA_PASSES = ("max_tokens",)
+
+
+def covers(evidence: frozenset[str], hits: Sequence[SearchHit]) -> tuple[bool, bool]:
+    """(some evidence turn is in ``hits``, every one is)."""
+    covered = set().union(*(turn_ids(hit.source_turn_ids) for hit in hits)) if hits else set()
+    return bool(covered & evidence), bool(evidence) and evidence <= covered
+
+
+def budget_pass(elephant: Elephant, questions: Sequence[Question]) -> dict[str, Any]:
+    """search(max_tokens=b) as shipped against the fused ranking (limit 60) taken in order
+    until the first result that does not fit, both counted with the product's token
+    estimate, per half of the split: does some / every evidence turn fit in b tokens?"""
+    tallies: dict[tuple[str, int, str], list[tuple[bool, bool]]] = defaultdict(list)
+    tenants = list(dict.fromkeys(q.tenant for q in questions))
+    halves = split_halves(tenants)
+    for number, question in enumerate(questions, start=1):
+        if not question.evidence:
+            continue
+        ranked = run_search(elephant, question, PASSES[0])
+        groups = [name for name, members in halves.items() if question.tenant in members]
+        for budget in MAX_TOKENS:
+            prefix, used = [], 0
+            for hit in ranked:
+                used += estimated_tokens(hit.text)
+                if used > budget:
+                    break
+                prefix.append(hit)
+            asked = SearchRequest(query=question.question, max_tokens=budget)
+            filled = search(elephant, question.tenant, asked, record_access=False).hits
+            for group in groups:
+                tallies[(group, budget, "in order")].append(covers(question.evidence, prefix))
+                tallies[(group, budget, "max_tokens")].append(covers(question.evidence, filled))
+        if number % 500 == 0:
+            print(f"  max_tokens: {number}/{len(questions)}", flush=True)
+    report: dict[str, Any] = {}
+    for (group, budget, way), flags in tallies.items():
+        row = report.setdefault(group, {}).setdefault(str(budget), {})
+        row[way] = {
+            "some_evidence": rate([some for some, _ in flags]),
+            "all_evidence": rate([every for _, every in flags]),
+        }
+    return report
 
 
 # ---------------------------------------------------------------- summaries
@@ -743,7 +805,7 @@ def main() -> None:
     parser.add_argument("--llm", action="store_true", help="Also answer and judge with an LLM.")
     parser.add_argument(
         "--passes",
-        default=",".join(spec.name for spec in PASSES),
+        default=",".join([spec.name for spec in PASSES] + list(EXTRA_PASSES)),
         help="Comma-separated passes to run (fused is always run).",
     )
     parser.add_argument(
@@ -760,9 +822,12 @@ def main() -> None:
     args = parser.parse_args()
     overrides = setting_overrides(args.set)
     chosen = {"fused", *(name.strip() for name in args.passes.split(",") if name.strip())}
+    chosen_extras = chosen & set(EXTRA_PASSES)
+    chosen -= chosen_extras
     unknown = chosen - {spec.name for spec in PASSES}
     if unknown:
-        parser.error(f"unknown passes {sorted(unknown)}; choose from {[s.name for s in PASSES]}")
+        names = [spec.name for spec in PASSES] + list(EXTRA_PASSES)
+        parser.error(f"unknown passes {sorted(unknown)}; choose from {names}")
     started = time.perf_counter()
 
     with tempfile.TemporaryDirectory(prefix="elephant-locomo-smoke-") as tmp:
@@ -823,6 +888,7 @@ def main() -> None:
                 ),
             }
 
+        budgets = budget_pass(elephant, recall_questions) if "max_tokens" in chosen_extras else {}
         llm_result: dict[str, Any] = {
             "requested": args.llm,
             "status": "skipped",
@@ -866,6 +932,7 @@ def main() -> None:
         "first_hit_rank": rank_histogram(fused_scored),
         "ablations": passes,
         "split": split_report(outcomes, tenants),
+        "max_tokens": budgets,
         "llm": llm_result,
         # Rank of the first evidence-bearing result per question (null: not in the top 60).
         "first_rank_fused": {o.question.key: o.first_rank for o in outcomes["fused"]},
@@ -951,6 +1018,28 @@ def report(result: dict[str, Any]) -> None:
                 [half, column, row["fused"], row["best_lane"], row["best_lane_value"], verdict]
             )
     print(markdown(["conversations", "measure", "fused", "best lane", "its value", ""], rows))
+
+    if result["max_tokens"]:
+        print(
+            "\n## max_tokens: search(max_tokens=b) against the fused ranking taken in order "
+            "until a result does not fit (some / every evidence turn inside b tokens)\n"
+        )
+        rows = []
+        for half, budgets in result["max_tokens"].items():
+            for budget, ways in budgets.items():
+                before, after = ways["in order"], ways["max_tokens"]
+                rows.append(
+                    [
+                        half,
+                        budget,
+                        before["some_evidence"],
+                        after["some_evidence"],
+                        before["all_evidence"],
+                        after["all_evidence"],
+                    ]
+                )
+        headers = ["conversations", "tokens", "some: in order", "some: max_tokens"]
+        print(markdown([*headers, "every: in order", "every: max_tokens"], rows))
 
     lat = result["latency_ms"]
     print(f"\n## Latency, fused pass ({lat['searches']} searches, categories 1-4)\n")

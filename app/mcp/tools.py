@@ -130,7 +130,9 @@ class CloseSessionToolResult(TypedDict):
 @MEMORY.tool("read")
 def search(
     query: Annotated[str, Field(min_length=1, max_length=2000, description="What to find.")],
-    limit: Annotated[int, Field(ge=1, le=50, description="Results, 1-50.")] = 10,
+    limit: Annotated[
+        int | None, Field(ge=1, le=50, description="Results, 1-50 (default 10).")
+    ] = None,
     kind: Annotated[
         list[Literal["window", "note", "fact"]] | None,
         Field(description="Only these: window (conversation excerpt), note, fact."),
@@ -140,13 +142,18 @@ def search(
         Literal["replica", "primary"],
         Field(description="primary: also see what you stored moments ago (replicas may lag)."),
     ] = "replica",
+    max_tokens: Annotated[
+        int | None,
+        Field(ge=1, le=100_000, description="Fill about this many tokens with the best hits."),
+    ] = None,
 ) -> SearchToolResult:
     """Search long-term memory by meaning and keywords. Returns the best hits (id, kind,
     date, score, text), best first; current facts only."""
     runtime = current()
     request = SearchRequest(
         query=query,
-        limit=limit,
+        limit=limit if limit or max_tokens else 10,
+        max_tokens=max_tokens,
         filters=SearchFilters(kind=kind or None, source=source),
         consistency=consistency,
     )

@@ -13,6 +13,7 @@ from app.config import Settings
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.retrieval.access_stats import AccessRecorder
+from app.services.retrieval.diversity import estimated_tokens
 from app.services.retrieval.lanes import LaneRanks
 from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import prepare, search, statement, statement_params
@@ -169,6 +170,21 @@ def test_expansion_adds_name_variants(seeded: Elephant) -> None:
     assert any("sunrise" in hit.text for hit in result.hits[:3])
     plain = search(seeded, T, SearchRequest(query="What did Melanie paint?", explain=True))
     assert plain.variants == ["What did Melanie paint?"]  # search.expand is off by default
+
+
+def test_a_question_about_two_people_is_searched_for_each_of_them(seeded: Elephant) -> None:
+    question = "What are Zebulon and Melanie both doing?"
+    result = search(seeded, T, SearchRequest(query=question, limit=5, explain=True))
+    subs = ["What is Zebulon doing?", "What is Melanie doing?"]
+    assert result.explain is not None and result.explain.sub_queries == subs
+    assert result.variants == [question, *subs]
+    # each person's own memory is among the first results, found through their sub-query
+    zebulon = next(hit for hit in result.hits if "zymurgy" in hit.text)
+    melanie = next(hit for hit in result.hits if "sunrise" in hit.text)
+    assert 2 in zebulon.variants and 3 in melanie.variants
+    whole = search(seeded, T, SearchRequest(query=question, decompose=False, explain=True))
+    assert whole.variants == [question] and whole.explain is not None
+    assert whole.explain.sub_queries == []
 
 
 def test_the_names_expansion_reads_are_cached_until_the_tenant_writes(
@@ -418,3 +434,22 @@ def test_results_that_repeat_shown_turns_go_below_new_turns(seeded: Elephant) ->
     plain_flags = repeats_of(plain)
     assert plain_flags != sorted(plain_flags), "the fixture no longer has a repeat to move"
     assert [h.score for h in plain] == sorted((h.score for h in plain), reverse=True)
+
+
+def test_max_tokens_fills_a_budget_instead_of_a_count(seeded: Elephant) -> None:
+    query = "What did Caroline do at the support group and what does she want to study?"
+    counted = run(seeded, query)
+    for budget in (30, 120, 400):
+        result = search(seeded, T, SearchRequest(query=query, max_tokens=budget, explain=True))
+        used = sum(estimated_tokens(hit.text) for hit in result.hits)
+        assert 0 < used <= budget, (budget, used)
+        assert result.explain is not None and result.explain.tokens == used
+        assert result.explain.max_tokens == budget
+        assert not any(repeats_of(result.hits)), "a result that only repeats turns used budget"
+        scores = [hit.score for hit in result.hits]
+        assert scores == sorted(scores, reverse=True)  # still in rank order
+    small = run(seeded, query, max_tokens=30)
+    large = run(seeded, query, max_tokens=4000)
+    assert len(small) < len(large)
+    assert len(large) > len(counted)  # no limit given: the budget, not the default 10, caps
+    assert len(run(seeded, query, max_tokens=4000, limit=3)) == 3

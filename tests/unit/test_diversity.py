@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.services.retrieval.diversity import new_turns_first
+from app.services.retrieval.diversity import estimated_tokens, new_turns_first, within_budget
 
 TURNS = {
     "window-a": ["D1:1", "D1:2", "D1:3"],
@@ -32,3 +32,21 @@ def test_a_partly_new_result_stays_and_notes_never_move() -> None:
 def test_nothing_repeated_keeps_the_order() -> None:
     ranked = ["fact-c", "window-b", "window-a"]
     assert order(ranked) == ranked
+
+
+def test_a_budget_is_filled_in_rank_order_skipping_what_does_not_fit() -> None:
+    texts = {"long": "x" * 400, "short": "y" * 40, "repeat": "z" * 8, "other": "w" * 80}
+    turns = {"long": ["t1", "t2"], "short": ["t3"], "repeat": ["t3"], "other": ["t4"]}
+    order = ["short", "long", "repeat", "other"]
+    chosen = within_budget(order, 40, texts.__getitem__, turns.__getitem__)
+    # 10 tokens of "short"; "long" (100) does not fit, "repeat" adds no turn, "other" (20) fits
+    assert chosen == ["short", "other"]
+    assert within_budget(order, 200, texts.__getitem__, turns.__getitem__) == [
+        "short",
+        "long",
+        "other",
+    ]
+    # "short" does not fit in 5, so "repeat" brings its turn first
+    assert within_budget(order, 5, texts.__getitem__, turns.__getitem__) == ["repeat"]
+    assert within_budget(order, 1, texts.__getitem__, turns.__getitem__) == []
+    assert estimated_tokens("") == 0 and estimated_tokens("abcde") == 2

@@ -22,7 +22,7 @@ _FUNCTION_WORDS = (
     "would should will has have had the a an in on at of for to and or i you we they he she "
     "it my your our their his her its this that these those"
 )
-_QUESTION_WORDS = frozenset(_FUNCTION_WORDS.split())
+QUESTION_WORDS = frozenset(_FUNCTION_WORDS.split())
 
 
 def names_in(query: str, known: Iterable[str]) -> list[str]:
@@ -40,7 +40,7 @@ def names_in(query: str, known: Iterable[str]) -> list[str]:
             and bare[:1].isupper()
             and bare[1:].islower()  # Title case: a name, not an acronym
             and len(bare) > 2
-            and bare.lower() not in _QUESTION_WORDS
+            and bare.lower() not in QUESTION_WORDS
             and not any(bare.lower() in name.lower().split() for name in found)
         ):
             found.append(bare)
@@ -64,7 +64,7 @@ def expand(query: str, known_names: Iterable[str], *, max_variants: int = 5) -> 
 
 def keyword_text(query: str) -> str:
     """websearch_to_tsquery text matching any of the words (its default is all of them)."""
-    words = [w for w in _WORD.findall(query) if w.lower() not in _QUESTION_WORDS]
+    words = [w for w in _WORD.findall(query) if w.lower() not in QUESTION_WORDS]
     return " or ".join(words) if words else query
 
 

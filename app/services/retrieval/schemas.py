@@ -57,6 +57,19 @@ class SearchRequest(_Input):
     filters: SearchFilters = Field(default_factory=SearchFilters)
     expand: bool | None = Field(None, description="Add query variants (default search.expand).")
     explain: bool = Field(False, description="Add timings and lane details.")
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        le=1_000_000,
+        description="Fill about this many tokens (estimated as characters / 4) with the best "
+        "results in rank order, skipping one that does not fit or only repeats turns already "
+        "given; limit then caps the count only when given (else up to 200).",
+    )
+    decompose: bool | None = Field(
+        None,
+        description="Also search each name of a conjunction of names in the question "
+        '("Jon and Gina") on its own (default search.decompose).',
+    )
     lanes: LaneSizes = Field(default_factory=LaneSizes)
     recency_weight: Real | None = Field(None, ge=0, le=1)
     activation_weight: Real | None = Field(
@@ -219,6 +232,11 @@ class SearchExplain:
     # how the dense lanes were served: exact (a scan of the tenant's rows), own (its own
     # HNSW indexes) or shared (the HNSW graphs every tenant shares)
     vector_way: str = "exact"
+    # the question's sub-queries (app/services/retrieval/decomposition.py), among variants
+    sub_queries: list[str] = field(default_factory=list)
+    # the token budget asked for (max_tokens) and the estimated tokens of the results
+    max_tokens: int | None = None
+    tokens: int = 0
 
 
 class SearchResponse(msgspec.Struct, frozen=True, kw_only=True):

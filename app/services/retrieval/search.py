@@ -31,7 +31,13 @@ from app.providers.reranker import RerankerError
 from app.services.graph.linking import lane_entities
 from app.services.lifecycle.activation import ActivationParams
 from app.services.ops import metrics
-from app.services.retrieval.diversity import new_turns_first
+from app.services.retrieval.decomposition import sub_queries
+from app.services.retrieval.diversity import (
+    CHARS_PER_TOKEN,
+    estimated_tokens,
+    new_turns_first,
+    within_budget,
+)
 from app.services.retrieval.expansion import expand, keyword_text
 from app.services.retrieval.lanes import (
     LANES,
@@ -58,6 +64,7 @@ from app.services.runtime import Elephant
 log = logging.getLogger(__name__)
 
 MIN_EF_SEARCH = 40  # pgvector's default
+MAX_LIMIT = 200  # the most results a search returns (SearchRequest.limit)
 
 
 @cache
@@ -108,9 +115,6 @@ def _paraphrases(elephant: Elephant, tenant: str, query: str) -> list[str]:
     return result.value.paraphrases
 
 
-CHARS_PER_TOKEN = 4  # English text in a WordPiece/BPE vocabulary, roughly
-
-
 def _lane_sizes(elephant: Elephant, request: SearchRequest) -> dict[str, int]:
     return requested_sizes(elephant.settings.search, request.lanes, request.filters.kinds())
 
@@ -144,19 +148,24 @@ def _search(
     started = time.perf_counter()
     settings = elephant.settings.search
     expanding = settings.expand if request.expand is None else request.expand
-    # Without expansion the query is all the model needs: it is embedded while the
-    # connection is taken and the graph lane's entities are read, not after.
-    early = None if expanding else _QUERY_EMBEDDING.submit(_embed_query, elephant, [request.query])
+    decomposing = settings.decompose if request.decompose is None else request.decompose
+    subs = sub_queries(request.query) if decomposing else []
+    variants = [request.query, *subs][: settings.max_variants]
+    # Without expansion the question and its sub-queries are all the model needs: they
+    # are embedded while the connection is taken and the graph lane's entities are read.
+    early = None if expanding else _QUERY_EMBEDDING.submit(_embed_query, elephant, variants)
     with elephant.db.reading(tenant, consistency) as conn:
         engine = keyword_engine(elephant, conn)
-        variants = [request.query]
         if expanding:
             names = elephant.names.get(conn, tenant)
-            variants = expand(request.query, names, max_variants=settings.max_variants)
+            for variant in expand(request.query, names, max_variants=settings.max_variants):
+                if len(variants) < settings.max_variants and variant not in variants:
+                    variants.append(variant)
             for paraphrase in _paraphrases(elephant, tenant, request.query):
                 if len(variants) < settings.max_variants and paraphrase not in variants:
                     variants.append(paraphrase)
-        limit = request.limit or settings.default_limit
+        # With a token budget the budget is the cap; limit only when the caller gives one.
+        limit = request.limit or (MAX_LIMIT if request.max_tokens else settings.default_limit)
         reranking = elephant.reranker is not None and (
             elephant.settings.reranker.enabled if request.rerank is None else request.rerank
         )
@@ -195,6 +204,10 @@ def _search(
         hits, rerank_report = _rerank(elephant, request.query, hits)
     if diversifying:
         hits = new_turns_first(hits, lambda hit: hit.source_turn_ids)
+    if request.max_tokens:
+        hits = within_budget(
+            hits, request.max_tokens, lambda hit: hit.text, lambda hit: hit.source_turn_ids
+        )
     hits = hits[:limit]
     if record_access:
         record_hits(elephant, tenant, hits)
@@ -204,6 +217,9 @@ def _search(
     if request.explain:
         result.explain = SearchExplain(
             variants=variants,
+            sub_queries=[sub for sub in subs if sub in variants],
+            max_tokens=request.max_tokens,
+            tokens=sum(estimated_tokens(hit.text) for hit in hits),
             lanes=lanes,
             keyword_engine=engine,
             vector_way=params["way"],

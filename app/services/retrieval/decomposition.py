@@ -1,0 +1,60 @@
+"""Question decomposition without an LLM: a question about several named people or places
+is also searched once per name.
+
+"What subject have Caroline and Melanie both painted?" needs what Caroline painted and
+what Melanie painted, often in different conversations; one embedding of the whole
+question sits between the two and finds the turns where they talk about painting
+together. Its sub-queries, "What subject has Caroline painted?" and "What subject has
+Melanie painted?", are searched as query variants in the same statement and fused.
+
+Only a conjunction of capitalised words ("Jon and Gina", "Paris, Rome or Oslo", "both
+Jean and John") is split: such words are names, so each sub-query is a question about
+one of them. Lower-case lists ("cats and dogs") are left whole: the words' senses bind
+each other ("salt and pepper"). Rules only read the question's text, so the sub-queries
+are known before the database is, and are embedded while the connection is taken.
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.services.retrieval.expansion import QUESTION_WORDS
+
+_NAME = r"[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?"  # one or two title-case words
+_POSSESSIVE = r"(?:(?:'|\u2019)s)?"
+_CONJUNCTION = re.compile(
+    rf"\b(?P<both>both\s+)?(?P<items>{_NAME}{_POSSESSIVE}"
+    rf"(?:\s*,\s*{_NAME}{_POSSESSIVE})*,?\s+(?:and|or|&)\s+{_NAME}{_POSSESSIVE})"
+    rf"(?P<after>\s+both\b)?"
+)
+_ITEM = re.compile(rf"{_NAME}{_POSSESSIVE}")
+# The plural verb of a question about several people, made singular for one of them.
+_AGREEMENT = {"have": "has", "do": "does", "are": "is", "were": "was"}
+_PLURAL_VERB = re.compile(r"\b(have|do|are|were)(\s+)$", re.IGNORECASE)  # just before
+MAX_ITEMS = 3
+
+
+def sub_queries(query: str) -> list[str]:
+    """One question per name of the first conjunction of names; [] when there is none."""
+    for match in _CONJUNCTION.finditer(query):
+        if match.start() == 0:
+            continue  # the question's first word is capitalised anyway: not a name
+        items = [item.strip() for item in _ITEM.findall(match.group("items"))]
+        names = [item for item in items if item.split()[0].lower() not in QUESTION_WORDS]
+        if len(names) < 2 or len(names) != len(items):
+            continue
+        before, after = query[: match.start()], query[match.end() :]
+        found: list[str] = []
+        for name in names[:MAX_ITEMS]:
+            agreed = _PLURAL_VERB.sub(_singular, before, count=1)
+            text = re.sub(r"\s{2,}", " ", f"{agreed}{name}{after}").strip()
+            if text.lower() != query.lower() and text not in found:
+                found.append(text)
+        return found
+    return []
+
+
+def _singular(match: re.Match[str]) -> str:
+    word = match.group(1)
+    singular = _AGREEMENT[word.lower()]
+    return (singular.capitalize() if word[0].isupper() else singular) + match.group(2)
