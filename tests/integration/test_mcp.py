@@ -192,6 +192,22 @@ def test_store_search_feedback_stats_reflect(server: ElephantMCP, elephant: Elep
     assert count_rows(elephant.db, "default", "feedback") == 1
 
 
+def test_search_tool_fills_a_token_budget(server: ElephantMCP) -> None:
+    notes = [
+        "Noor's bakery in Leeds sells cardamom buns every Saturday morning",
+        "Noor hired two bakers for the Leeds bakery in June",
+        "The Leeds bakery of Noor won a regional award for its sourdough loaf",
+        "Noor plans a second bakery in York, opening next spring if the lease is signed",
+    ]
+    for text in notes:
+        run(call(server, "store", text=text, source="budget"))
+    wide = run(call(server, "search", query="Noor's bakery", limit=50))
+    tight = run(call(server, "search", query="Noor's bakery", max_tokens=40))
+    assert 0 < tight["count"] < wide["count"]
+    assert sum(-(-len(hit["text"]) // 4) for hit in tight["results"]) <= 40
+    assert run(call(server, "search", query="Noor's bakery"))["count"] <= 10  # the default
+
+
 def test_commit_conversation_tool(server: ElephantMCP, elephant: Elephant) -> None:
     turns = [
         {"speaker": "Lena", "text": "I adopted a cat named Miso yesterday."},
