@@ -219,6 +219,27 @@ def test_locomo_benchmark_smoke(tmp_path: Path) -> None:
     assert number(latency["total_ms"]["p50"]) > 0 and number(latency["sql_ms"]["p50"]) > 0
     assert report["llm"]["status"] == "skipped"
     assert "## Lane ablations" in result.stdout
+    # all-evidence at every k, never above recall at that k; tokens to cover; max_tokens
+    for k in (1, 5, 10, 20, 60):
+        assert number(overall[f"all_evidence@{k}"]) <= number(overall[f"recall@{k}"])
+    assert "cover_tokens_p50" in overall
+    budgets = report["max_tokens"]["all"]
+    for ways in budgets.values():
+        assert set(ways) == {"in order", "max_tokens"}
+    assert "## All the evidence" in result.stdout and "## max_tokens" in result.stdout
+
+
+@pytest.mark.heavy_smoke
+def test_locomo_selection_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("locomo_selection", tmp_path, 240)
+    assert report["questions"] > 0
+    strategies = report["strategies"]
+    assert {"shipped", "sessions-1", "mmr-0.3", "merge-7"} <= set(strategies)
+    for name, parts in strategies.items():
+        everything = parts["all"]
+        assert everything["questions"] == report["questions"], name
+        assert 0 <= everything["all_evidence@10"] <= everything["all_evidence@20"] <= 1, name
+    assert "## Selection strategies" in result.stdout
 
 
 def test_mcp_tokens_benchmark_smoke(tmp_path: Path) -> None:
