@@ -479,6 +479,28 @@ def shipped_latency(elephant: Elephant, questions: Sequence[Question]) -> dict[s
         "embedding_ms": stats(embedding),
         "sql_ms": stats(sql_ms),
         "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "decompose_interleaved": decompose_cost(elephant, questions),
+    }
+
+
+def decompose_cost(elephant: Elephant, questions: Sequence[Question]) -> dict[str, Any]:
+    """Search as shipped with and without sub-queries, interleaved question by question in
+    alternating order (ABBA: the embedder's cache, which answers the second search of a
+    question, favours neither): total p50 / p95 ms of each."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for number, question in enumerate(questions):
+        order = (True, False) if number % 2 == 0 else (False, True)
+        for decompose in order:
+            asked = SearchRequest(query=question.question, decompose=decompose, explain=True)
+            found = search(elephant, question.tenant, asked)
+            assert found.explain is not None
+            times[decompose].append(found.explain.timings_ms.total)
+    return {
+        ("on" if decompose else "off"): {
+            "p50": round(percentile(values, 50), 2),
+            "p95": round(percentile(values, 95), 2),
+        }
+        for decompose, values in times.items()
     }
 
 
@@ -1067,6 +1089,12 @@ def report(result: dict[str, Any]) -> None:
         )
     ]
     print(markdown(["ms", "p50", "p95"], rows))
+    cost = shipped["decompose_interleaved"]
+    print(
+        f"\nwith / without sub-queries (search.decompose), interleaved: p50 "
+        f"{cost['on']['p50']} / {cost['off']['p50']} ms, p95 {cost['on']['p95']} / "
+        f"{cost['off']['p95']} ms"
+    )
 
     llm = result["llm"]
     print("\n## LLM answer + judge\n")
