@@ -67,6 +67,12 @@ class SearchSettings(_Section):
         'Rome or Oslo") is also searched once per name, as query variants fused with it '
         "(benchmarks/locomo.py: all-evidence@10 up on both halves of the split).",
     )
+    decompose_llm: bool = Field(
+        False,
+        description="With an LLM configured, ask it for the question's sub-queries (cached "
+        "per tenant and question; the rules answer when it fails) instead of the rules. Off: "
+        "an LLM call before a new question's search, not measured on LoCoMo (no key here).",
+    )
     max_variants: int = Field(5, ge=1, le=20, description="Most query variants per search.")
     diversify: bool = Field(
         True,

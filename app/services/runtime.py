@@ -23,6 +23,7 @@ from app.services.graph.backend import Backend, GraphDecision, build, decide
 from app.services.graph.store import GraphStore
 from app.services.jobs.leases import LeaseKeeper
 from app.services.retrieval.access_stats import AccessRecorder
+from app.services.retrieval.decomposition import LLMSubQueries
 from app.services.retrieval.expansion import NameCache
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class Elephant:
         self.access = AccessRecorder(db, settings.lifecycle.access_flush_seconds)
         self.vector_ways = WayCache(settings.search.vector_way_cache_s)
         self.names = NameCache()
+        self.sub_queries = LLMSubQueries()
         self.reranker: HTTPReranker | None = build_reranker(settings.reranker)
         self.leases = LeaseKeeper(db)
         self._graph_decision: GraphDecision | None = None

@@ -10,6 +10,7 @@ import pytest
 from litestar.testing import TestClient
 
 from app.config import Settings
+from app.providers.llm import LLMError
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.retrieval.access_stats import AccessRecorder
@@ -19,6 +20,7 @@ from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import prepare, search, statement, statement_params
 from app.services.runtime import Elephant
 from tests.conftest import MANAGED, api_client, needs_bm25
+from tests.fakes import ScriptedLLM
 
 Client = TestClient  # type: ignore[type-arg]
 T = "searcher"
@@ -185,6 +187,34 @@ def test_a_question_about_two_people_is_searched_for_each_of_them(seeded: Elepha
     whole = search(seeded, T, SearchRequest(query=question, decompose=False, explain=True))
     assert whole.variants == [question] and whole.explain is not None
     assert whole.explain.sub_queries == []
+
+
+def test_with_an_llm_its_sub_queries_replace_the_rules_and_are_cached(
+    seeded: Elephant, settings: Settings
+) -> None:
+    question = "What are Zebulon and Melanie both doing?"
+    llm = ScriptedLLM(
+        {"SubQueries": [{"sub_queries": ["Zebulon's hobby", "Melanie's art"]}, LLMError("down")]}
+    )
+    asking = settings.model_copy(
+        update={"search": settings.search.model_copy(update={"decompose_llm": True})}
+    )
+    elephant = Elephant(settings=asking, db=seeded.db, embedder=seeded.embedder, llm=llm)
+    first = search(elephant, T, SearchRequest(query=question, explain=True))
+    assert first.explain is not None and first.explain.sub_queries_from == "llm"
+    assert first.variants == [question, "Zebulon's hobby", "Melanie's art"]
+    again = search(elephant, T, SearchRequest(query=question, explain=True))
+    assert again.variants == first.variants and len(llm.calls) == 1  # cached
+    # the LLM fails: the rules answer, and the failed call is recorded
+    other = search(elephant, T, SearchRequest(query="Where do Priya and Alice live?", explain=True))
+    assert other.explain is not None and other.explain.sub_queries_from == "rules"
+    assert other.explain.sub_queries == ["Where does Priya live?", "Where does Alice live?"]
+    elephant.access.flush()
+    with seeded.db.tenant(T) as conn:
+        rows = conn.execute(
+            "SELECT ok FROM llm_usage WHERE operation = 'decompose' ORDER BY id"
+        ).fetchall()
+    assert [row[0] for row in rows] == [True, False]
 
 
 def test_the_names_expansion_reads_are_cached_until_the_tenant_writes(

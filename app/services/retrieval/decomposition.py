@@ -12,12 +12,20 @@ Jean and John") is split: such words are names, so each sub-query is a question 
 one of them. Lower-case lists ("cats and dogs") are left whole: the words' senses bind
 each other ("salt and pepper"). Rules only read the question's text, so the sub-queries
 are known before the database is, and are embedded while the connection is taken.
+
+With ``search.decompose_llm`` and an LLM configured, the LLM's sub-queries replace the
+rules' (``LLMSubQueries``: cached per tenant and question, so a question asked again
+costs no call; on an LLM failure the rules answer).
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 
+from app.prompts import decompose as decompose_prompt
+from app.providers.llm import LLM, LLMError, LLMUsage
 from app.services.retrieval.expansion import QUESTION_WORDS
 
 _NAME = r"[A-Z][a-z][\w'-]*(?:\s+[A-Z][a-z][\w'-]*)?"  # one or two title-case words
@@ -58,3 +66,39 @@ def _singular(match: re.Match[str]) -> str:
     word = match.group(1)
     singular = _AGREEMENT[word.lower()]
     return (singular.capitalize() if word[0].isupper() else singular) + match.group(2)
+
+
+class LLMSubQueries:
+    """The LLM's sub-queries of a question, the last ``size`` questions per process kept
+    (keyed by tenant too: a cached answer is faster, and must not tell one tenant what
+    another asked)."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._size = size
+        self._cache: OrderedDict[tuple[str, str, str], list[str]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self, llm: LLM, tenant: str, query: str
+    ) -> tuple[list[str] | None, LLMUsage | None, str | None]:
+        """(sub-queries or None on failure, the call's usage if one was made, its error)."""
+        key = (tenant, f"{llm.provider}:{llm.model}:{decompose_prompt.VERSION}", query)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return list(self._cache[key]), None, None
+        try:
+            result = llm.complete_json(
+                system=decompose_prompt.SYSTEM,
+                prompt=decompose_prompt.build_prompt(query),
+                schema=decompose_prompt.SubQueries,
+                max_tokens=300,
+            )
+        except LLMError as exc:
+            return None, exc.usage, exc.message
+        found = [sub for sub in result.value.sub_queries if sub.lower() != query.lower()]
+        with self._lock:
+            self._cache[key] = found
+            while len(self._cache) > self._size:
+                self._cache.popitem(last=False)
+        return list(found), result.usage, None

@@ -234,6 +234,7 @@ class SearchExplain:
     vector_way: str = "exact"
     # the question's sub-queries (app/services/retrieval/decomposition.py), among variants
     sub_queries: list[str] = field(default_factory=list)
+    sub_queries_from: str | None = None  # "rules" or "llm" (search.decompose_llm)
     # the token budget asked for (max_tokens) and the estimated tokens of the results
     max_tokens: int | None = None
     tokens: int = 0

@@ -149,7 +149,7 @@ def _search(
     settings = elephant.settings.search
     expanding = settings.expand if request.expand is None else request.expand
     decomposing = settings.decompose if request.decompose is None else request.decompose
-    subs = sub_queries(request.query) if decomposing else []
+    subs, subs_from = _sub_queries(elephant, tenant, request.query) if decomposing else ([], None)
     variants = [request.query, *subs][: settings.max_variants]
     # Without expansion the question and its sub-queries are all the model needs: they
     # are embedded while the connection is taken and the graph lane's entities are read.
@@ -218,6 +218,7 @@ def _search(
         result.explain = SearchExplain(
             variants=variants,
             sub_queries=[sub for sub in subs if sub in variants],
+            sub_queries_from=subs_from,
             max_tokens=request.max_tokens,
             tokens=sum(estimated_tokens(hit.text) for hit in hits),
             lanes=lanes,
@@ -253,6 +254,19 @@ def _search(
 
 
 _QUERY_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
+
+
+def _sub_queries(elephant: Elephant, tenant: str, query: str) -> tuple[list[str], str | None]:
+    """The question's sub-queries and who wrote them ("llm", "rules"; None: there are none).
+    The LLM's usage is queued for the primary (a search may run on a replica)."""
+    if elephant.llm is not None and elephant.settings.search.decompose_llm:
+        found, usage, error = elephant.sub_queries.get(elephant.llm, tenant, query)
+        if usage is not None:
+            elephant.access.usage(tenant, "decompose", usage, ok=error is None, error=error)
+        if found is not None:
+            return found, "llm" if found else None
+    found = sub_queries(query)
+    return found, "rules" if found else None
 
 
 def _embed_query(elephant: Elephant, variants: list[str]) -> tuple[Any, float]:
