@@ -301,9 +301,12 @@ class AsyncElephant:
         rerank: bool | None = None,
         diversify: bool | None = None,
         consistency: Consistency | None = None,
+        max_tokens: int | None = None,
+        decompose: bool | None = None,
     ) -> SearchResult:
         """POST /search: hybrid search (every option; GET /search takes a subset).
-        ``consistency="primary"`` sees your own write of a moment ago on a replica set."""
+        ``consistency="primary"`` sees your own write of a moment ago on a replica set;
+        ``max_tokens`` fills a token budget instead of a count."""
         request = body(
             query=query,
             limit=limit,
@@ -316,6 +319,8 @@ class AsyncElephant:
             rerank=rerank,
             diversify=diversify,
             consistency=consistency,
+            max_tokens=max_tokens,
+            decompose=decompose,
         )
         return decode(SearchResult, await self._send(Call("POST", "/search", body=request)))
 

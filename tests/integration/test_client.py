@@ -135,6 +135,11 @@ def test_sync_client_covers_the_write_and_read_paths(url: str, operator: str) ->
         assert top.created_at.tzinfo is not None and top.ranks is not None
         explained = memory.search("Atlas launch", limit=2, explain=True)
         assert explained.explain is not None and "timings_ms" in explained.explain
+        budgeted = memory.search("Atlas launch", max_tokens=4000, explain=True)
+        assert budgeted.explain is not None and budgeted.explain["max_tokens"] == 4000
+        assert 0 < budgeted.explain["tokens"] <= 4000
+        whole = memory.search("Atlas and Orion launch", decompose=False, explain=True)
+        assert whole.explain is not None and whole.explain["sub_queries"] == []
 
         reply = memory.reflect("When is the Atlas launch?", limit=3)
         assert reply.answer is None and reply.note  # no LLM in the tests: says why
