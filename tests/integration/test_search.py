@@ -483,3 +483,39 @@ def test_max_tokens_fills_a_budget_instead_of_a_count(seeded: Elephant) -> None:
     assert len(small) < len(large)
     assert len(large) > len(counted)  # no limit given: the budget, not the default 10, caps
     assert len(run(seeded, query, max_tokens=4000, limit=3)) == 3
+
+
+QUESTIONS = [
+    "What did Caroline do at the support group?",
+    "Which cat food does Biscuit eat?",
+    "Where does Alice live now?",
+    "What did Melanie paint?",
+    "Which database did the team choose?",
+    "What is Zebulon's journal about?",
+    "When does Priya run the half marathon?",
+]
+
+
+def test_the_keyword_lanes_best_memory_goes_first_from_the_top_three(
+    seeded: Elephant, settings: Settings
+) -> None:
+    off = settings.model_copy(
+        update={"search": settings.search.model_copy(update={"keyword_first_within": 0})}
+    )
+    plain = Elephant(settings=off, db=seeded.db, embedder=seeded.embedder, llm=None)
+    moved = 0
+    for question in QUESTIONS:
+        shipped = run(seeded, question, limit=10)
+        fused = run(plain, question, limit=10)
+        best = [
+            i for i, hit in enumerate(fused[:3]) if hit.kind != "fact" and hit.ranks.keyword == 1
+        ]
+        if best:
+            first = fused[best[0]]
+            assert shipped[0].id == first.id, question
+            rest = [hit.id for hit in fused if hit.id != first.id]
+            assert [hit.id for hit in shipped[1:]] == rest, question
+            moved += best[0] > 0
+        else:
+            assert [hit.id for hit in shipped] == [hit.id for hit in fused], question
+    assert moved >= 1, "no question had the keyword lane's best below fusion's first"

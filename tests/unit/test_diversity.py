@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from app.services.retrieval.diversity import estimated_tokens, new_turns_first, within_budget
+from app.services.retrieval.diversity import (
+    estimated_tokens,
+    keyword_best_first,
+    new_turns_first,
+    within_budget,
+)
 
 TURNS = {
     "window-a": ["D1:1", "D1:2", "D1:3"],
@@ -50,3 +55,12 @@ def test_a_budget_is_filled_in_rank_order_skipping_what_does_not_fit() -> None:
     assert within_budget(order, 5, texts.__getitem__, turns.__getitem__) == ["repeat"]
     assert within_budget(order, 1, texts.__getitem__, turns.__getitem__) == []
     assert estimated_tokens("") == 0 and estimated_tokens("abcde") == 2
+
+
+def test_the_keyword_lanes_best_goes_first_only_from_near_the_top() -> None:
+    best = {"c"}
+    order = ["a", "b", "c", "d"]
+    assert keyword_best_first(order, 3, best.__contains__) == ["c", "a", "b", "d"]
+    assert keyword_best_first(order, 2, best.__contains__) == order  # ranked too low
+    assert keyword_best_first(order, 0, best.__contains__) == order
+    assert keyword_best_first(["c", "a"], 3, best.__contains__) == ["c", "a"]

@@ -35,6 +35,7 @@ from app.services.retrieval.decomposition import sub_queries
 from app.services.retrieval.diversity import (
     CHARS_PER_TOKEN,
     estimated_tokens,
+    keyword_best_first,
     new_turns_first,
     within_budget,
 )
@@ -42,6 +43,7 @@ from app.services.retrieval.expansion import expand, keyword_text
 from app.services.retrieval.lanes import (
     LANES,
     STATEMENT_SIZES,
+    rank_in,
     ranks_of,
     requested_sizes,
     weight_parameters,
@@ -204,6 +206,8 @@ def _search(
         hits, rerank_report = _rerank(elephant, request.query, hits)
     if diversifying:
         hits = new_turns_first(hits, lambda hit: hit.source_turn_ids)
+    if settings.keyword_first_within and not rerank_report.used:
+        hits = keyword_best_first(hits, settings.keyword_first_within, _keyword_best)
     if request.max_tokens:
         hits = within_budget(
             hits, request.max_tokens, lambda hit: hit.text, lambda hit: hit.source_turn_ids
@@ -267,6 +271,11 @@ def _sub_queries(elephant: Elephant, tenant: str, query: str) -> tuple[list[str]
             return found, "llm" if found else None
     found = sub_queries(query)
     return found, "rules" if found else None
+
+
+def _keyword_best(hit: SearchHit) -> bool:
+    """The keyword lane's first memory (window or note) of some variant."""
+    return hit.kind != "fact" and rank_in(hit.ranks, "keyword") == 1
 
 
 def _embed_query(elephant: Elephant, variants: list[str]) -> tuple[Any, float]:
