@@ -510,6 +510,8 @@ def test_the_keyword_lanes_best_memory_goes_first_from_the_top_three(
         best = [
             i for i, hit in enumerate(fused[:3]) if hit.kind != "fact" and hit.ranks.keyword == 1
         ]
+        if best and any(hit.prior > fused[best[0]].prior for hit in fused[: best[0]]):
+            best = []  # a result above it leads by a prior: the order stands
         if best:
             first = fused[best[0]]
             assert shipped[0].id == first.id, question

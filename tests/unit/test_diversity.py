@@ -59,8 +59,17 @@ def test_a_budget_is_filled_in_rank_order_skipping_what_does_not_fit() -> None:
 
 def test_the_keyword_lanes_best_goes_first_only_from_near_the_top() -> None:
     best = {"c"}
+    flat = {"a": 0.0, "b": 0.0, "c": 0.0, "d": 0.0}
     order = ["a", "b", "c", "d"]
-    assert keyword_best_first(order, 3, best.__contains__) == ["c", "a", "b", "d"]
-    assert keyword_best_first(order, 2, best.__contains__) == order  # ranked too low
-    assert keyword_best_first(order, 0, best.__contains__) == order
-    assert keyword_best_first(["c", "a"], 3, best.__contains__) == ["c", "a"]
+    assert keyword_best_first(order, 3, best.__contains__, flat.__getitem__) == [
+        "c",
+        "a",
+        "b",
+        "d",
+    ]
+    assert keyword_best_first(order, 2, best.__contains__, flat.__getitem__) == order  # low
+    assert keyword_best_first(order, 0, best.__contains__, flat.__getitem__) == order
+    assert keyword_best_first(["c", "a"], 3, best.__contains__, flat.__getitem__) == ["c", "a"]
+    # a result above it that leads by a prior (a date the question names) stays first
+    dated = {**flat, "b": 0.05}
+    assert keyword_best_first(order, 3, best.__contains__, dated.__getitem__) == order

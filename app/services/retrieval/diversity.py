@@ -63,15 +63,22 @@ def within_budget(
 
 
 def keyword_best_first(
-    hits: Sequence[Hit], within: int, is_keyword_best: Callable[[Hit], bool]
+    hits: Sequence[Hit],
+    within: int,
+    is_keyword_best: Callable[[Hit], bool],
+    prior_of: Callable[[Hit], float],
 ) -> list[Hit]:
     """The keyword lane's best conversation excerpt or note goes first when fusion ranked it
-    within the first ``within`` results: a decisive lexical match that the other lanes
-    also rank near the top is diluted by equal-weight RRF, not wrong. On LoCoMo (tuned on
+    within the first ``within`` results, unless a result above it leads by a prior
+    (recency, a date the question names, activation): a decisive lexical match that the
+    other lanes also rank near the top is diluted by equal-weight RRF, not wrong, but
+    what the caller or the question asked to lift stays lifted. On LoCoMo (tuned on
     conversations 1-5 among 2, 3, 5, 10; benchmarks/locomo.py) recall@1 0.621 -> 0.658
-    there and 0.580 -> 0.633 on 6-10; every other k is unchanged (the first results are
+    there and 0.580 -> 0.633 on 6-10; every k >= 3 is unchanged (the first results are
     only reordered)."""
     for index, hit in enumerate(hits[:within]):
         if is_keyword_best(hit):
+            if any(prior_of(above) > prior_of(hit) for above in hits[:index]):
+                break
             return [hit, *hits[:index], *hits[index + 1 :]]
     return list(hits)

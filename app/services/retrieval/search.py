@@ -207,7 +207,9 @@ def _search(
     if diversifying:
         hits = new_turns_first(hits, lambda hit: hit.source_turn_ids)
     if settings.keyword_first_within and not rerank_report.used:
-        hits = keyword_best_first(hits, settings.keyword_first_within, _keyword_best)
+        hits = keyword_best_first(
+            hits, settings.keyword_first_within, _keyword_best, lambda hit: hit.prior
+        )
     if request.max_tokens:
         hits = within_budget(
             hits, request.max_tokens, lambda hit: hit.text, lambda hit: hit.source_turn_ids
