@@ -816,14 +816,21 @@ def setting_overrides(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     return sections
 
 
-def main() -> None:
+def locomo_parser(description: str | None, out: Path) -> argparse.ArgumentParser:
+    """The options every LoCoMo benchmark takes: the dataset, where the database is kept,
+    how many conversations, where the JSON goes."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--data-dir", type=Path, default=None, help="Keep the database here.")
     parser.add_argument("--limit", type=int, default=None, help="Only the first N conversations.")
-    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/locomo.json"))
+    parser.add_argument("--out", type=Path, default=out)
+    return parser
+
+
+def main() -> None:
+    parser = locomo_parser(__doc__, Path("benchmarks/results/locomo.json"))
     parser.add_argument("--llm", action="store_true", help="Also answer and judge with an LLM.")
     parser.add_argument(
         "--passes",

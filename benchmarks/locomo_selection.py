@@ -27,7 +27,6 @@ the other).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import sys
@@ -48,13 +47,13 @@ from app.services.retrieval.search import search
 from app.services.runtime import Elephant
 from benchmarks.common import write_locomo_smoke_sample
 from benchmarks.locomo import (
-    DEFAULT_DATASET,
     SCORED,
     TENANT_PREFIX,
     Question,
     approx_tokens,
     ensure_ingested,
     load_questions,
+    locomo_parser,
     markdown,
     split_halves,
     turn_ids,
@@ -209,14 +208,7 @@ def candidates_of(elephant: Elephant, question: Question) -> list[Candidate]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
-    parser.add_argument("--data-dir", type=Path, default=None, help="Keep the database here.")
-    parser.add_argument("--limit", type=int, default=None, help="Only the first N conversations.")
-    default_out = Path("benchmarks/results/locomo_selection.json")
-    parser.add_argument("--out", type=Path, default=default_out)
+    parser = locomo_parser(__doc__, Path("benchmarks/results/locomo_selection.json"))
     parser.add_argument("--smoke", action="store_true", help="two sessions of one conversation")
     args = parser.parse_args()
     started = time.perf_counter()
