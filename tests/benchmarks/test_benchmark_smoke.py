@@ -242,6 +242,14 @@ def test_locomo_selection_benchmark_smoke(tmp_path: Path) -> None:
     assert "## Selection strategies" in result.stdout
 
 
+@pytest.mark.heavy_smoke
+def test_locomo_topics_benchmark_smoke(tmp_path: Path) -> None:
+    result, report = run_smoke("locomo_topics", tmp_path, 240)
+    without, with_units = report["reports"].values()
+    assert without["all"]["questions"] == with_units["all"]["questions"] > 0
+    assert report["units"] >= 0 and "## Fused search with topic units" in result.stdout
+
+
 def test_mcp_tokens_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("mcp_tokens", tmp_path, 120)
     profiles = report["profiles"]
