@@ -816,6 +816,37 @@ def setting_overrides(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     return sections
 
 
+def read_dataset(
+    dataset: Path, limit: int | None, smoke: bool
+) -> tuple[list[Question], list[str], list[ingest_service.Item]]:
+    """The questions, tenants (one per conversation) and ingest items of the first
+    ``limit`` conversations; ``smoke``: the tiny LoCoMo-shaped sample instead."""
+    with tempfile.TemporaryDirectory(prefix="elephant-locomo-sample-") as tmp:
+        if smoke:
+            dataset, _ = write_locomo_smoke_sample(dataset, Path(tmp))
+        samples = json.loads(dataset.read_text())[:limit]
+        items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
+    tenants = list(dict.fromkeys(item.tenant for item in items))[:limit]
+    return load_questions(samples), tenants, [item for item in items if item.tenant in tenants]
+
+
+def two_level_table(
+    nested: dict[str, dict[str, dict[str, Any]]], headers: Sequence[str], columns: Sequence[str]
+) -> str:
+    """A markdown table of ``{outer: {inner: {column: value}}}``, a row per inner key."""
+    rows = [
+        [outer, inner, *(values.get(column) for column in columns)]
+        for outer, inners in nested.items()
+        for inner, values in inners.items()
+    ]
+    return markdown([*headers, *columns], rows)
+
+
+def write_result(out: Path, result: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2))
+
+
 def locomo_parser(description: str | None, out: Path) -> argparse.ArgumentParser:
     """The options every LoCoMo benchmark takes: the dataset, where the database is kept,
     how many conversations, where the JSON goes."""

@@ -28,7 +28,6 @@ the other).
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import tempfile
 import time
@@ -40,23 +39,21 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
 
 from app.config import Settings
-from app.services.memory import ingest as ingest_service
 from app.services.retrieval.diversity import new_turns_first
 from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import search
 from app.services.runtime import Elephant
-from benchmarks.common import write_locomo_smoke_sample
 from benchmarks.locomo import (
     SCORED,
-    TENANT_PREFIX,
     Question,
     approx_tokens,
     ensure_ingested,
-    load_questions,
     locomo_parser,
-    markdown,
+    read_dataset,
     split_halves,
     turn_ids,
+    two_level_table,
+    write_result,
 )
 
 POOL = 180  # search(limit=60) ranks 3 x 60 fused candidates before turn diversity
@@ -212,15 +209,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="two sessions of one conversation")
     args = parser.parse_args()
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="elephant-selection-smoke-") as tmp:
-        dataset = args.dataset
-        if args.smoke:
-            dataset, _ = write_locomo_smoke_sample(args.dataset, Path(tmp))
-        samples = json.loads(dataset.read_text())[: args.limit]
-        items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
-    questions = [q for q in load_questions(samples) if q.category in SCORED and q.evidence]
-    tenants = list(dict.fromkeys(item.tenant for item in items))[: args.limit]
-    items = [item for item in items if item.tenant in tenants]
+    questions, tenants, items = read_dataset(args.dataset, args.limit, args.smoke)
+    questions = [q for q in questions if q.category in SCORED and q.evidence]
 
     with contextlib.ExitStack() as stack:
         data_dir = args.data_dir or Path(
@@ -253,17 +243,11 @@ def main() -> None:
         "strategies": report,
         "runtime_s": round(time.perf_counter() - started, 1),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     columns = ["recall@1", "recall@10", "all_evidence@10", "all_evidence@20"]
     columns += [f"all_evidence_in_{BUDGET}_tokens", "cover_tokens_p50"]
-    rows = [
-        [name, part, *(values.get(c) for c in columns)]
-        for name, parts in report.items()
-        for part, values in parts.items()
-    ]
     print(f"\n## Selection strategies on the same fused candidates ({len(questions)} questions)\n")
-    print(markdown(["strategy", "questions", *columns], rows))
+    print(two_level_table(report, ["strategy", "questions"], columns))
     print(f"\nwritten to {args.out}; total runtime {result['runtime_s']}s")
 
 

@@ -24,7 +24,6 @@ Measured 2026-12-03 (docs/benchmarks.md): neither mode wins on both halves.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import sys
 import tempfile
@@ -39,20 +38,18 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ is not installed
 
 from app.config import Settings
-from app.services.memory import ingest as ingest_service
 from app.services.runtime import Elephant
-from benchmarks.common import write_locomo_smoke_sample
 from benchmarks.locomo import (
     PASSES,
     SCORED,
-    TENANT_PREFIX,
     ensure_ingested,
-    load_questions,
     locomo_parser,
-    markdown,
+    read_dataset,
     run_pass,
     split_halves,
     summarise,
+    two_level_table,
+    write_result,
 )
 
 SOURCE = "topic-experiment"  # the units' source: removed again at the end of a run
@@ -191,15 +188,9 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="two sessions of one conversation")
     args = parser.parse_args()
     started = time.perf_counter()
+    questions, tenants, items = read_dataset(args.dataset, args.limit, args.smoke)
+    questions = [q for q in questions if q.category in SCORED]
     with tempfile.TemporaryDirectory(prefix="elephant-topics-") as tmp:
-        dataset = args.dataset
-        if args.smoke:
-            dataset, _ = write_locomo_smoke_sample(args.dataset, Path(tmp))
-        samples = json.loads(dataset.read_text())[: args.limit]
-        items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
-        questions = [q for q in load_questions(samples) if q.category in SCORED]
-        tenants = list(dict.fromkeys(item.tenant for item in items))[: args.limit]
-        items = [item for item in items if item.tenant in tenants]
         data_dir = args.data_dir or Path(tmp) / "db"
         data_dir.mkdir(parents=True, exist_ok=True)
         reports: dict[str, Any] = {}
@@ -221,17 +212,11 @@ def main() -> None:
         "reports": reports,
         "runtime_s": round(time.perf_counter() - started, 1),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    write_result(args.out, result)
     columns = ["recall@1", "recall@10", "all_evidence@10", "multi-hop all_evidence@10"]
     columns.append("cover_tokens_p50")
-    rows = [
-        [name, half, *(values[c] for c in columns)]
-        for name, halves in reports.items()
-        for half, values in halves.items()
-    ]
     print(f"\n## Fused search with topic units ({args.mode}) and without\n")
-    print(markdown(["database", "conversations", *columns], rows))
+    print(two_level_table(reports, ["database", "conversations"], columns))
     print(f"\nwritten to {args.out}; total runtime {result['runtime_s']}s")
 
 
