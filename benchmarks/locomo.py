@@ -816,18 +816,26 @@ def setting_overrides(pairs: Sequence[str]) -> dict[str, dict[str, Any]]:
     return sections
 
 
-def read_dataset(
-    dataset: Path, limit: int | None, smoke: bool
-) -> tuple[list[Question], list[str], list[ingest_service.Item]]:
-    """The questions, tenants (one per conversation) and ingest items of the first
-    ``limit`` conversations; ``smoke``: the tiny LoCoMo-shaped sample instead."""
+@dataclass(frozen=True)
+class LocomoData:
+    questions: list[Question]
+    tenants: list[str]  # one per conversation, in the dataset's order
+    items: list[ingest_service.Item]
+    source: str  # the dataset read, or a description of the smoke sample
+
+
+def read_dataset(dataset: Path, limit: int | None, smoke: bool) -> LocomoData:
+    """The questions, tenants and ingest items of the first ``limit`` conversations;
+    ``smoke``: the tiny LoCoMo-shaped sample instead."""
     with tempfile.TemporaryDirectory(prefix="elephant-locomo-sample-") as tmp:
+        source = str(dataset)
         if smoke:
-            dataset, _ = write_locomo_smoke_sample(dataset, Path(tmp))
+            dataset, source = write_locomo_smoke_sample(dataset, Path(tmp))
         samples = json.loads(dataset.read_text())[:limit]
         items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
     tenants = list(dict.fromkeys(item.tenant for item in items))[:limit]
-    return load_questions(samples), tenants, [item for item in items if item.tenant in tenants]
+    kept = [item for item in items if item.tenant in tenants]
+    return LocomoData(load_questions(samples), tenants, kept, source)
 
 
 def two_level_table(
@@ -890,15 +898,8 @@ def main() -> None:
         parser.error(f"unknown passes {sorted(unknown)}; choose from {names}")
     started = time.perf_counter()
 
-    with tempfile.TemporaryDirectory(prefix="elephant-locomo-smoke-") as tmp:
-        dataset, source = args.dataset, str(args.dataset)
-        if args.smoke:
-            dataset, source = write_locomo_smoke_sample(args.dataset, Path(tmp))
-        samples = json.loads(dataset.read_text())[: args.limit]
-        items = ingest_service.read_items(dataset, TENANT_PREFIX, "locomo", split_tenants=True)
-    questions = load_questions(samples)
-    tenants = list(dict.fromkeys(item.tenant for item in items))[: args.limit]
-    items = [item for item in items if item.tenant in tenants]
+    data = read_dataset(args.dataset, args.limit, args.smoke)
+    questions, tenants, items, source = data.questions, data.tenants, data.items, data.source
     assert {q.tenant for q in questions} <= set(tenants), "tenant naming drifted from ingest"
 
     llm_settings, llm_reason = resolve_llm() if args.llm else (None, "not requested (--llm)")

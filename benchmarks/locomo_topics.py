@@ -188,7 +188,8 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="two sessions of one conversation")
     args = parser.parse_args()
     started = time.perf_counter()
-    questions, tenants, items = read_dataset(args.dataset, args.limit, args.smoke)
+    data = read_dataset(args.dataset, args.limit, args.smoke)
+    questions, tenants, items = data.questions, data.tenants, data.items
     questions = [q for q in questions if q.category in SCORED]
     with tempfile.TemporaryDirectory(prefix="elephant-topics-") as tmp:
         data_dir = args.data_dir or Path(tmp) / "db"

@@ -51,11 +51,11 @@ def sub_queries(query: str) -> list[str]:
         names = [item for item in items if item.split()[0].lower() not in QUESTION_WORDS]
         if len(names) < 2 or len(names) != len(items):
             continue
-        before, after = query[: match.start()], query[match.end() :]
+        before = _PLURAL_VERB.sub(_singular, query[: match.start()], count=1)
+        after = query[match.end() :]
         found: list[str] = []
         for name in names[:MAX_ITEMS]:
-            agreed = _PLURAL_VERB.sub(_singular, before, count=1)
-            text = re.sub(r"\s{2,}", " ", f"{agreed}{name}{after}").strip()
+            text = re.sub(r"\s{2,}", " ", f"{before}{name}{after}").strip()
             if text.lower() != query.lower() and text not in found:
                 found.append(text)
         return found
