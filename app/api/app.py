@@ -31,6 +31,7 @@ from app.api.request_id import RequestLogContext, add_request_id
 from app.api.requests import ElephantRequest, RequestModels
 from app.api.search import SearchController
 from app.api.sessions import SessionsController
+from app.api.store import StoreController
 from app.api.tenant import TenantController
 from app.api.usage import UsageController
 from app.config import Settings
@@ -134,6 +135,7 @@ def create_app(
             RecordsController,
             SearchController,
             SessionsController,
+            StoreController,
             TenantController,
             UsageController,
             *mounts,

@@ -72,6 +72,12 @@ COMMENT ON COLUMN memories.seen_count IS 'How often this text was committed (1 +
 COMMENT ON COLUMN memories.last_seen_at IS 'When it was last committed (or a duplicate of it).';
 COMMENT ON COLUMN memories.metadata IS 'Caller metadata (jsonb).';
 COMMENT ON COLUMN memories.created_at IS 'When it was stored.';
+COMMENT ON COLUMN memories.item_namespace IS 'The store item (app/services/store, LangGraph''s BaseStore) this note is a version of: its namespace, labels joined by ''.''; NULL for a plain note or window.';
+COMMENT ON COLUMN memories.item_key IS 'The store item''s key in its namespace; one current version per (tenant, namespace, key).';
+COMMENT ON COLUMN memories.item_value IS 'The store item''s value (JSON object) as put; text holds what of it is indexed.';
+COMMENT ON COLUMN memories.item_created_at IS 'When the item was first put (later versions keep it); created_at is when this version was.';
+COMMENT ON COLUMN memories.superseded_at IS 'When a newer version of the item replaced this note, or the item was deleted; search skips superseded notes, the history keeps them.';
+COMMENT ON COLUMN memories.superseded_by IS 'The version that replaced this one (NULL: current, or deleted).';
 
 COMMENT ON TABLE passages IS
     'A vector per turn, and per sentence-aligned part of a long turn or long note: what the windows lane''s late interaction reads. The text is not copied: char_start/char_end point into the turn''s (note''s) text.';

@@ -14,6 +14,9 @@
 --                        superseded or expired since; include_expired is ignored
 --     include_expired    every fact: superseded and expired ones too
 --     neither            current knowledge only: status active and not expired
+--   item_namespace text | NULL, item_value jsonb | NULL   only facts of the store items
+--     under that namespace ('' any item) whose value contains item_value (as
+--     memory_filters.sql)
 AND (%(sources)s::text[] IS NULL OR f.source = ANY (%(sources)s::text[]))
 AND (%(created_after)s::timestamptz IS NULL OR f.created_at >= %(created_after)s)
 AND (%(created_before)s::timestamptz IS NULL OR f.created_at < %(created_before)s)
@@ -27,3 +30,12 @@ AND (CASE
        WHEN %(include_expired)s THEN true
        ELSE f.status = 'active' AND f.expired_at IS NULL
      END)
+AND ((%(item_namespace)s::text IS NULL AND %(item_value)s::jsonb IS NULL)
+     OR EXISTS (SELECT 1 FROM memories AS item
+                 WHERE item.tenant_id = f.tenant_id AND item.id = f.memory_id
+                   AND item.item_key IS NOT NULL
+                   AND (coalesce(%(item_namespace)s, '') = ''
+                        OR item.item_namespace = %(item_namespace)s
+                        OR left(item.item_namespace, length(%(item_namespace)s) + 1)
+                           = %(item_namespace)s || '.')
+                   AND (%(item_value)s::jsonb IS NULL OR item.item_value @> %(item_value)s::jsonb)))

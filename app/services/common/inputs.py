@@ -101,6 +101,19 @@ Label = Annotated[str, Field(min_length=1, max_length=100), NON_BLANK]
 ShortText = Annotated[str, Field(max_length=200), TEXT]
 """A caller's id or short note, possibly empty (0-200 characters)."""
 
+
+def check_namespace_label(value: str) -> str:
+    check_non_blank(value)
+    if "." in value:
+        raise ValueError("a namespace label cannot contain '.' (labels are joined by '.')")
+    return value
+
+
+NamespaceLabel = Annotated[
+    str, Field(min_length=1, max_length=100), AfterValidator(check_namespace_label)
+]
+"""One label of a store item's namespace (1-100 characters, no '.'; LangGraph's rule)."""
+
 # ------------------------------------------------------------------ dates
 
 

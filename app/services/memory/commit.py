@@ -69,7 +69,7 @@ def check_length(elephant: Elephant, text: str, where: str) -> None:
         )
 
 
-def _embed(elephant: Elephant, texts: Sequence[str]) -> Vectors | None:
+def embed_or_none(elephant: Elephant, texts: Sequence[str]) -> Vectors | None:
     try:
         with metrics.embedding("document", len(texts)):
             return elephant.embedder.embed_documents(texts)
@@ -228,7 +228,7 @@ def commit_note(
     check_length(elephant, note.text, "text")
     digest = content_hash(note.text)
     parts = passages.note_passages(note.text, elephant.settings.embedding.passage_words)
-    vectors = _embed(elephant, [note.text] + [p.text for p in parts])
+    vectors = embed_or_none(elephant, [note.text] + [p.text for p in parts])
     candidate = _Candidate(note.text, digest, None if vectors is None else vectors[0])
     memory_id: str | None = None
     duplicate_of: str | None = None
@@ -266,7 +266,7 @@ def commit_note(
                 max_attempts=elephant.settings.worker.max_attempts,
             )
             if vectors is None:
-                _enqueue_backfill(elephant, conn, tenant)
+                enqueue_backfill(elephant, conn, tenant)
             elif parts:
                 passages.store_note_passages(conn, tenant, memory_id, parts, vectors[1:])
         gate.log_decisions(
@@ -289,7 +289,7 @@ def commit_note(
     )
 
 
-def _enqueue_backfill(elephant: Elephant, conn: Connection, tenant: str) -> None:
+def enqueue_backfill(elephant: Elephant, conn: Connection, tenant: str) -> None:
     pending = conn.execute(load_sql("memory/embed_job_pending.sql"), {"tenant": tenant}).fetchone()
     if pending is None:
         queue.enqueue(
@@ -337,7 +337,9 @@ def _window_and_passage_vectors(
         except EmbedderError:
             return None, None  # stored without vectors; an embed job fills them in later
         return pooled_windows(windows, parts, sums), normalised(sums.sums)
-    embedded = _embed(elephant, [window.text for window in windows] + [p.text for p in parts])
+    embedded = embed_or_none(
+        elephant, [window.text for window in windows] + [p.text for p in parts]
+    )
     if embedded is None:
         return None, None
     return embedded[: len(windows)], embedded[len(windows) :]
@@ -433,7 +435,7 @@ def commit_conversation(
                 )
             )
         if vectors is None:
-            _enqueue_backfill(elephant, conn, tenant)
+            enqueue_backfill(elephant, conn, tenant)
     if wait:
         outcomes = [_run_now(elephant, tenant, job_id) for job_id in result.job_ids]
         result.facts = sum(count for count, _ in outcomes)

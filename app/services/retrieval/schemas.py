@@ -18,7 +18,7 @@ from msgspec import UNSET, UnsetType
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.db.replicas import Consistency
-from app.services.common.inputs import NonBlank, Real, Text, When
+from app.services.common.inputs import Metadata, NamespaceLabel, NonBlank, Real, Text, When
 from app.services.retrieval.lanes import LaneRanks, LaneSizes
 
 Kind = Literal["window", "note", "fact"]
@@ -36,7 +36,24 @@ class SearchFilters(_Input):
     event_after: When | None = Field(None, description="Event date (facts: valid_from).")
     event_before: When | None = None
     as_of: When | None = Field(None, description="Only facts valid at this instant.")
-    include_expired: bool = Field(False, description="Also superseded and expired facts.")
+    include_expired: bool = Field(
+        False, description="Also superseded and expired facts, and superseded store items."
+    )
+    item_namespace: list[NamespaceLabel] | None = Field(
+        None,
+        max_length=20,
+        description="Only store items (PUT /store/items) under this namespace prefix "
+        "([] any item), and their facts.",
+    )
+    item_value: Metadata | None = Field(
+        None, description="Only store items whose value contains these fields (JSON containment)."
+    )
+
+    def item_namespace_text(self) -> str | None:
+        """The prefix as memories.item_namespace holds it (labels joined by '.')."""
+        if self.item_namespace is None:
+            return None if self.item_value is None else ""
+        return ".".join(self.item_namespace)
 
     def sources(self) -> list[str] | None:
         if self.source is None:

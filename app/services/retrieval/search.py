@@ -13,6 +13,7 @@ index scan (HNSW, bm25) rather than a sort of every tenant row.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -191,7 +192,7 @@ def _search(
             engine,
             pool,
             tenant=tenant,
-            way=elephant.vector_ways.get(conn, tenant),
+            way=_way(elephant, conn, tenant, request),
             graph=(named, neighbours),
             dates=dates,
         )
@@ -260,6 +261,14 @@ def _search(
 
 
 _QUERY_EMBEDDING = ThreadPoolExecutor(max_workers=4, thread_name_prefix="query-embedding")
+
+
+def _way(elephant: Elephant, conn: Connection, tenant: str, request: SearchRequest) -> Way:
+    """Store items under a namespace are a small part of a tenant: read exactly (an
+    approximate index would stop short of them under so selective a filter)."""
+    if request.filters.item_namespace_text() is not None:
+        return "exact"
+    return elephant.vector_ways.get(conn, tenant)
 
 
 def _sub_queries(elephant: Elephant, tenant: str, query: str) -> tuple[list[str], str | None]:
@@ -348,6 +357,8 @@ def statement_params(
         "event_before": filters.event_before,
         "as_of": filters.as_of,
         "include_expired": filters.include_expired,
+        "item_namespace": filters.item_namespace_text(),
+        "item_value": None if filters.item_value is None else json.dumps(filters.item_value),
         "recency_weight": (
             settings.recency_weight if request.recency_weight is None else request.recency_weight
         ),

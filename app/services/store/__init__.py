@@ -1,0 +1,1 @@
+"""The key-value store of agent memories (LangGraph BaseStore semantics) over notes."""
