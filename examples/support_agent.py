@@ -36,7 +36,15 @@ from dataclasses import dataclass, field
 
 from _server import elephant_server
 
-from elephant_client import ChainLink, Contradiction, ContradictionSide, Elephant, FactHistory, Turn
+from elephant_client import (
+    ChainLink,
+    Contradiction,
+    ContradictionSide,
+    Elephant,
+    FactHistory,
+    SearchFilters,
+    Turn,
+)
 
 CUSTOMER = "Dana Reyes"
 AGENT = "assistant"  # the server reads this speaker's turns as the assistant's
@@ -141,9 +149,12 @@ class SupportAgent:
 
     def recall(self, message: str) -> list[str]:
         """Facts only: they are what gets closed in time when superseded (the verbatim
-        conversation windows keep the old wording, the old address included)."""
+        conversation windows keep the old wording, the old address included). As of the
+        session's date: the sessions replay dated conversations, so memory answers as it
+        stood that day, also when the script runs again on a server that knows the rest."""
         query = f"{CUSTOMER}: address, plan, contact preference. {message}"
-        hits = self.memory.search(query, limit=8, filters={"kind": "fact"}).results
+        only: SearchFilters = {"kind": "fact", "as_of": self.session_date}
+        hits = self.memory.search(query, limit=8, filters=only).results
         hits = sorted(
             (h for h in hits if h.subject == CUSTOMER), key=lambda h: h.event_at or h.created_at
         )
