@@ -809,3 +809,47 @@ class Health:
     database: dict[str, Any]
     embedding: dict[str, Any]
     schema: dict[str, Any] | None = None
+
+
+# ------------------------------------------------------------------ store
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoreItem:
+    """A store item (PUT /store/items and the rest): ``updated_at`` is when this version
+    was put, ``created_at`` the item's first put; ``score`` from a search with a query;
+    ``superseded_at`` / ``superseded_by`` in a history (None: the current version)."""
+
+    namespace: list[str]
+    key: str
+    value: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    memory_id: str
+    score: float | None = None
+    superseded_at: datetime | None = None
+    superseded_by: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ItemPut:
+    """A put: the new version, the memory of the one it replaced (None: a new item),
+    its fact extraction job, and with ``wait`` the facts extracted."""
+
+    item: StoreItem
+    replaced: str | None
+    job_id: int | None
+    facts: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ItemHistory:
+    namespace: list[str]
+    key: str
+    versions: list[StoreItem]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ItemDeleted:
+    deleted: bool
+    memory_id: str | None

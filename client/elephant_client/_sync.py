@@ -60,6 +60,9 @@ from elephant_client._models import (
     GraphWrite,
     Handoff,
     Health,
+    ItemDeleted,
+    ItemHistory,
+    ItemPut,
     Job,
     JobsPage,
     KeyInfo,
@@ -73,6 +76,7 @@ from elephant_client._models import (
     SearchResult,
     SessionClosed,
     Stats,
+    StoreItem,
     Suggestions,
     Transcript,
     UsageReport,
@@ -871,6 +875,90 @@ class Elephant:
             lambda cursor: self.audit(all_tenants=all_tenants, limit=page_size, cursor=cursor)
         )
 
+    # ------------------------------------------------------------ store
+
+    def store_put(
+        self,
+        namespace: Sequence[str],
+        key: str,
+        value: Mapping[str, Any],
+        *,
+        text: str | None = None,
+        source: str | None = None,
+        subject: str | None = None,
+        wait: bool = False,
+    ) -> ItemPut:
+        """PUT /store/items: a new version of the item; the one before stays as history
+        and leaves search. ``text``: what is indexed (default: the value's strings).
+        Not retried on 503 (a repeat would add a version)."""
+        item = body(
+            namespace=list(namespace),
+            key=key,
+            value=dict(value),
+            text=text,
+            source=source,
+            subject=subject,
+        )
+        call = Call("PUT", "/store/items", params(wait=wait or None), item, False)
+        return decode(ItemPut, self._send(call))
+
+    def store_get(self, namespace: Sequence[str], key: str) -> StoreItem:
+        """GET /store/items: the item's current version (NotFound when there is none)."""
+        call = Call("GET", "/store/items", _item_ref(namespace, key))
+        return decode(StoreItem, self._send(call))
+
+    def store_delete(self, namespace: Sequence[str], key: str) -> ItemDeleted:
+        """DELETE /store/items: the item leaves search; its versions stay as history."""
+        call = Call("DELETE", "/store/items", _item_ref(namespace, key))
+        return decode(ItemDeleted, self._send(call))
+
+    def store_history(self, namespace: Sequence[str], key: str) -> ItemHistory:
+        """GET /store/items/history: every version of the item, oldest first."""
+        call = Call("GET", "/store/items/history", _item_ref(namespace, key))
+        return decode(ItemHistory, self._send(call))
+
+    def store_search(
+        self,
+        namespace_prefix: Sequence[str] = (),
+        *,
+        query: str | None = None,
+        filter: Mapping[str, Any] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> list[StoreItem]:
+        """POST /store/search: items under the prefix whose value contains ``filter``,
+        by hybrid search for ``query`` (with scores), else the newest first."""
+        request = body(
+            namespace_prefix=list(namespace_prefix),
+            query=query,
+            filter=None if filter is None else dict(filter),
+            limit=limit,
+            offset=offset,
+        )
+        found = self._send(Call("POST", "/store/search", body=request))
+        return decode(list[StoreItem], found.get("items") if isinstance(found, dict) else found)
+
+    def store_namespaces(
+        self,
+        *,
+        prefix: Sequence[str] | None = None,
+        suffix: Sequence[str] | None = None,
+        max_depth: int | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> list[list[str]]:
+        """POST /store/namespaces: the namespaces holding items ("*" matches any label)."""
+        request = body(
+            prefix=None if prefix is None else list(prefix),
+            suffix=None if suffix is None else list(suffix),
+            max_depth=max_depth,
+            limit=limit,
+            offset=offset,
+        )
+        found = self._send(Call("POST", "/store/namespaces", body=request))
+        names = found.get("namespaces") if isinstance(found, dict) else found
+        return decode(list[list[str]], names)
+
     # ------------------------------------------------------------ tenant
 
     def owner(self) -> Owner:
@@ -881,6 +969,15 @@ class Elephant:
         """PUT /tenant/owner (admin); None restores the setting's default."""
         call = Call("PUT", "/tenant/owner", body={"owner": owner})
         return decode(Owner, self._send(call))
+
+
+def _item_ref(namespace: Sequence[str], key: str) -> dict[str, Any]:
+    """A store item's namespace and key as query parameters (labels joined by '.',
+    which no label may hold)."""
+    labels = [str(label) for label in namespace]
+    if not labels or any("." in label for label in labels):
+        raise ValueError(f"not a namespace (labels, none holding '.'): {namespace!r}")
+    return {"namespace": ".".join(labels), "key": key}
 
 
 def _id(value: str) -> str:
