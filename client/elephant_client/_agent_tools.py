@@ -165,8 +165,8 @@ def memory_functions(
     async def recall_facts(
         as_of: str | None = None, subject: str | None = None, limit: int = 50
     ) -> str:
-        """List the facts that were true at a point in time (by default: now), newest
-        first.
+        """List the facts that were true at a point in time (by default: the current
+        facts), newest first.
 
         Facts are single statements extracted from stored notes and conversations; each
         holds from one date until a later fact replaced it. Use it for the state of
@@ -176,7 +176,7 @@ def memory_functions(
 
         Args:
             as_of: The instant, ISO 8601 date or date-time (e.g. 2024-06-01); omit for
-                the facts true now.
+                the current facts (those no later fact has replaced).
             subject: Only the facts about this person, project or thing (any case),
                 e.g. "Dana"; omit for every subject.
             limit: How many facts at most, 1 to 200.

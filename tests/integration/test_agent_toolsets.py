@@ -10,10 +10,13 @@ arguments; the assertions read what each tool answered, as the model received it
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,6 +48,7 @@ from elephant_client.pydantic_ai import memory_toolset
 from tests.conftest import free_port, operator_key
 from tests.integration.test_client import served
 
+ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ["search_memory", "remember", "recall_facts", "reflect", "close_session"]
 FINAL = "Done."
 
@@ -378,3 +382,27 @@ def test_arguments_outside_the_schema_are_refused_by_the_sdk(sdk: str, memory: M
     script: Script = [[("c1", "search_memory", {"limit": 3})], FINAL]  # no query
     done = run(sdk, memory, script)
     assert "query" in done.results["c1"] or "Invalid JSON input" in done.results["c1"]
+
+
+# ------------------------------------------------------------------ the docs
+
+
+def test_the_docs_name_every_tool_and_option_and_their_examples_import() -> None:
+    page = (ROOT / "docs" / "agent-sdks.md").read_text()
+    for name in TOOLS:
+        assert f"| `{name}` |" in page, name
+    options = set(inspect.signature(memory_tools).parameters) - {"client"}
+    for option in options:
+        assert f"| `{option}` |" in page, option
+    extra = set(inspect.signature(memory_toolset).parameters) - options - {"client"}
+    assert extra == {"max_retries", "id"}
+    assert all(f"`{option}`" in page for option in extra)
+
+    examples = re.findall(r"```python\n(.*?)```", page, re.DOTALL)
+    assert len(examples) == 2
+    for example in examples:  # imports and defines main; asyncio.run would reach a model
+        code, run_line = example.rstrip().rsplit("\n", 1)
+        assert run_line == "asyncio.run(main())"
+        namespace: dict[str, Any] = {}
+        exec(compile(code, "docs/agent-sdks.md", "exec"), namespace)  # noqa: S102
+        assert inspect.iscoroutinefunction(namespace["main"])
