@@ -75,6 +75,7 @@ SESSIONS: list[tuple[str, str, list[str]]] = [
 # ------------------------------------------------------------------ the model
 
 Model = Callable[[str, list[dict[str, str]]], str]  # (system prompt, messages) -> reply
+CLAUDE = os.environ.get("ANTHROPIC_MODEL", "claude-haiku-4-5")
 
 SYSTEM = (
     "You are a support agent for an internet provider. Answer the customer in one or two "
@@ -122,11 +123,10 @@ def claude_model() -> Model:
     import anthropic
 
     client = anthropic.Anthropic()
-    model = os.environ.get("ANTHROPIC_MODEL", "claude-haiku-4-5")
 
     def answer(system: str, messages: list[dict[str, str]]) -> str:
         reply = client.messages.create(
-            model=model, max_tokens=300, system=system, messages=messages
+            model=CLAUDE, max_tokens=300, system=system, messages=messages
         )
         return "".join(block.text for block in reply.content if block.type == "text")
 
@@ -289,7 +289,7 @@ def check_all(agents: list[SupportAgent], kept: Kept, offline: bool) -> int:
 def main() -> int:
     offline = not os.environ.get("ANTHROPIC_API_KEY")
     model = scripted_model if offline else claude_model()
-    print(f"model: {'scripted (offline)' if offline else 'Claude (ANTHROPIC_API_KEY)'}")
+    print(f"model: {'scripted (offline)' if offline else f'{CLAUDE} (ANTHROPIC_API_KEY)'}")
     with elephant_server() as server, Elephant(server.url, api_key=server.api_key) as memory:
         agents = [run_session(memory, model, number) for number in range(1, len(SESSIONS) + 1)]
         kept = show_what_memory_kept(memory)
