@@ -282,9 +282,8 @@ def _day(value: datetime) -> str:
 
 def _hit(n: int, hit: SearchHit) -> str:
     source = f" source={hit.source}" if hit.source else ""
-    return f"[{n}] id={hit.id} {hit.kind} {_day(hit.event_at or hit.created_at)}{source}: " + _clip(
-        hit.text
-    )
+    when = _day(hit.event_at or hit.created_at)
+    return f"[{n}] id={hit.id} {hit.kind} {when}{source}: {_clip(hit.text)}"
 
 
 def _fact(n: int, fact: Fact) -> str:

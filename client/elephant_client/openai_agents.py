@@ -52,12 +52,12 @@ def memory_tools(
     """
     functions = memory_functions(client, project=project, source=source, wait=wait, force=force)
     return [
-        function_tool(fn, docstring_style="google", failure_error_function=tool_error)
+        function_tool(fn, docstring_style="google", failure_error_function=_tool_error)
         for fn in functions
     ]
 
 
-def tool_error(context: RunContextWrapper[Any], error: Exception) -> str:
+def _tool_error(context: RunContextWrapper[Any], error: Exception) -> str:
     """The tool result the model reads when a memory tool fails: the server's refusal said
     plainly, or the SDK's word on arguments that do not fit the tool's schema; anything
     else (a bug) gets the SDK's generic message, which reveals nothing."""

@@ -50,7 +50,7 @@ def memory_toolset(
     toolset's id (durable execution needs one).
     """
     functions = memory_functions(
-        client, project=project, source=source, wait=wait, force=force, refuse=refusal
+        client, project=project, source=source, wait=wait, force=force, refuse=_refusal
     )
     return FunctionToolset(
         functions,
@@ -61,7 +61,7 @@ def memory_toolset(
     )
 
 
-def refusal(exc: ElephantError) -> Exception:
+def _refusal(exc: ElephantError) -> Exception:
     """Refused arguments: a retry the model can fix; any other refusal: a failed call."""
     if isinstance(exc, InvalidInput):
         return ModelRetry(error_text(exc))
