@@ -4,7 +4,7 @@ LoCoMo conversations, the same embeddings, one run.
     make peers          # once: the peers' packages, into .venv-peers (never into .venv)
     .venv-peers/bin/python benchmarks/peers.py [--dataset ../shared/datasets/locomo10.json]
         [--peers elephant,elephant_http,mem0,mcp_memory_service,chroma,lancedb,qdrant,
-                 qdrant_edge,seeds]
+                 qdrant_edge,seeds,langgraph_store,langchain_pg,milvus_lite]
         [--sizes 20000,100000] [--queries 100] [--cache DIR] [--smoke]
         [--out benchmarks/results/peers.json]
 
@@ -15,7 +15,9 @@ Each system gets the vectors with the texts (no system embeds, no LLM runs: mem0
 infer=False). Systems that store raw text store those windows, one tenant (collection,
 table, user) per LoCoMo conversation; Elephant ingests the conversations through its
 own write path (windows, gate, dedup, offline fact extraction, graph) and is scored on
-its own hits (windows and facts) by their source turns.
+its own hits (windows and facts) by their source turns. The Postgres stores (LangGraph's
+PostgresStore, langchain-postgres) run on Elephant's embedded server itself (the one its
+LoCoMo run started, kept up for the synthetic sizes), each in a database of its own.
 
 Measured per system:
 - ingest: seconds to store all 10 conversations, embedding excluded (Elephant: the
@@ -65,11 +67,15 @@ from app.services.memory.commit import ConversationIn
 from app.services.memory.windows import WindowTurn, build_windows
 from benchmarks.common import percentiles, write_locomo_smoke_sample
 from benchmarks.locomo import DEFAULT_DATASET, SCORED, TENANT_PREFIX, load_questions, turn_ids
+from benchmarks.peers import _postgres
 from benchmarks.peers.base import Doc, Hit, Peer, Unavailable, Vector
 from benchmarks.scale import TENANT as SCALE_TENANT
 
 PEERS = ("elephant", "elephant_http", "mem0", "mcp_memory_service", "chroma", "lancedb")
 PEERS += ("qdrant", "qdrant_edge", "seeds")
+# the Postgres stores a team on Postgres picks instead (on Elephant's own embedded server,
+# benchmarks/peers/_postgres.py), and Milvus Lite
+PEERS += ("langgraph_store", "langchain_pg", "milvus_lite")
 KS = (1, 5, 10, 60)
 INSTALL_HINT = "`make peers` installs it into .venv-peers: run this with .venv-peers/bin/python"
 K = 60
@@ -489,9 +495,15 @@ def main() -> None:
     sizes = [500] if args.smoke else [int(s) for s in args.sizes.split(",") if s.strip()]
     queries = 5 if args.smoke else args.queries
     started = time.perf_counter()
+    load_at_start = [round(x, 2) for x in os.getloadavg()]
+    print(f"load average at start: {load_at_start} ({os.cpu_count()} cpus)")
 
-    with tempfile.TemporaryDirectory(prefix="elephant-peers-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="elephant-peers-") as tmp, contextlib.ExitStack() as pg:
         root = Path(tmp)
+        # the Postgres peers share Elephant's server: the one of its LoCoMo run's data dir
+        # (root/elephant/locomo, as below), released before the directory goes
+        _postgres.use(root / "elephant" / "locomo")
+        pg.callback(_postgres.shutdown)
         dataset = args.dataset
         if args.smoke:
             dataset, _ = write_locomo_smoke_sample(args.dataset, root)
@@ -556,6 +568,7 @@ def main() -> None:
         "benchmark": "peers",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "loadavg_at_start": load_at_start,
         "loadavg_at_end": [round(x, 2) for x in os.getloadavg()],
         "warmup": f"{WARMUP} searches per system before each timed series (LoCoMo, each "
         "size); Elephant's access recording on as shipped (batched aside), and an "
@@ -574,6 +587,7 @@ def main() -> None:
     }
     args.out.write_text(json.dumps(report, indent=2, default=str))
     print(f"\nwrote {args.out} and {picture} in {report['seconds']} s")
+    print(f"load average at start {load_at_start}, at end {report['loadavg_at_end']}")
 
 
 if __name__ == "__main__":
