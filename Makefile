@@ -171,7 +171,8 @@ lint: install docs
 	$(BIN)/mypy
 
 # `make peers`: the systems benchmarks/peers.py compares Elephant with (the extra `peers`:
-# mem0, ChromaDB, LanceDB, Qdrant, matplotlib) in a venv of their own, so that their pins
+# mem0, ChromaDB, LanceDB, Qdrant, LangGraph's PostgresStore, langchain-postgres, Milvus
+# Lite, matplotlib) in a venv of their own, so that their pins
 # never move the product's and the test suite never needs them. mcp-memory-service pins
 # mcp<2 (Elephant needs mcp>=2.3): it comes --no-deps, with the rest of its requirements;
 # the benchmark uses its storage layer only. Then:
