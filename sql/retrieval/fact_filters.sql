@@ -32,7 +32,7 @@ AND (CASE
      END)
 AND ((%(item_namespace)s::text IS NULL AND %(item_value)s::jsonb IS NULL)
      OR EXISTS (SELECT 1 FROM memories AS item
-                 WHERE item.tenant_id = f.tenant_id AND item.id = f.memory_id
+                 WHERE item.tenant_id = %(tenant)s AND item.id = f.memory_id
                    AND item.item_key IS NOT NULL
                    AND (coalesce(%(item_namespace)s, '') = ''
                         OR item.item_namespace = %(item_namespace)s

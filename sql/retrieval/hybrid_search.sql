@@ -73,7 +73,10 @@
 --     created_after, created_before timestamptz | NULL
 --     event_after, event_before timestamptz | NULL   memories.event_at / facts.valid_from
 --     as_of timestamptz | NULL               only facts valid at that instant
---     include_expired boolean                also superseded / expired facts
+--     include_expired boolean                also superseded / expired facts, and
+--                                            superseded store items
+--     item_namespace text | NULL             only store items under it ('' any item)
+--     item_value jsonb | NULL                only store items whose value contains it
 --   date_after, date_before timestamptz | NULL    the span the question names (with slack):
 --                                            events in it get date_weight / (rrf_k + 1)
 --   date_weight float8

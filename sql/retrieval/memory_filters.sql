@@ -21,8 +21,5 @@ AND (%(created_before)s::timestamptz IS NULL OR m.created_at < %(created_before)
 AND (%(event_after)s::timestamptz IS NULL OR m.event_at >= %(event_after)s)
 AND (%(event_before)s::timestamptz IS NULL OR m.event_at < %(event_before)s)
 AND (%(include_expired)s OR m.superseded_at IS NULL)
-AND (%(item_namespace)s::text IS NULL
-     OR (m.item_key IS NOT NULL
-         AND (%(item_namespace)s = '' OR m.item_namespace = %(item_namespace)s
-              OR left(m.item_namespace, length(%(item_namespace)s) + 1) = %(item_namespace)s || '.')))
+AND (%(item_namespace)s::text IS NULL OR (m.item_key IS NOT NULL AND (%(item_namespace)s = '' OR m.item_namespace = %(item_namespace)s OR left(m.item_namespace, length(%(item_namespace)s) + 1) = %(item_namespace)s || '.')))
 AND (%(item_value)s::jsonb IS NULL OR m.item_value @> %(item_value)s::jsonb)

@@ -508,7 +508,8 @@ def test_the_keyword_role_has_no_other_rights(seeded: Elephant) -> None:
     assert rights == []  # no table-wide right anywhere
     assert schema == (True, False)
     assert {column for table, column in readable if table == "memories"} == {
-        "id", "tenant_id", "tsv", "kind", "source", "created_at", "event_at"
+        "id", "tenant_id", "tsv", "kind", "source", "created_at", "event_at",
+        "superseded_at", "item_namespace", "item_key", "item_value",  # store items (0016)
     }  # fmt: skip
     assert "text" not in {column for _, column in readable}
     assert "embedding" not in {column for _, column in readable}

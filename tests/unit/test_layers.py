@@ -196,7 +196,7 @@ def test_find_cycles_names_the_cycle() -> None:
 # except the runtime (settings, database and providers built once, shared by all).
 FEATURES = frozenset(
     {"access", "common", "facts", "gate", "graph", "jobs", "lifecycle", "memory", "ops"}
-    | {"retrieval", "transfer"}
+    | {"retrieval", "store", "transfer"}
 )
 OUTSIDE_FEATURES = frozenset({"app.services", "app.services.runtime"})
 
@@ -220,6 +220,9 @@ FEATURE_IMPORTS: dict[str, frozenset[str]] = {
     ),
     "retrieval": frozenset({"common", "facts", "graph", "lifecycle", "ops", "runtime"}),
     "runtime": frozenset({"graph", "jobs", "retrieval"}),
+    # store -> memory, retrieval: an item's version is written as a note is (its vectors,
+    # passages, fact extraction) and searched by the hybrid search
+    "store": frozenset({"access", "common", "jobs", "memory", "retrieval", "runtime"}),
     # transfer -> common, facts, memory: an import checks its rows with the doors' input
     # models and the commit's length limit (transfer/rules.py)
     "transfer": frozenset({"access", "common", "facts", "graph", "lifecycle", "memory", "runtime"}),
