@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -39,9 +39,8 @@ class SearchFilters(_Input):
     include_expired: bool = Field(
         False, description="Also superseded and expired facts, and superseded store items."
     )
-    item_namespace: list[NamespaceLabel] | None = Field(
+    item_namespace: Annotated[list[NamespaceLabel], Field(max_length=20)] | None = Field(
         None,
-        max_length=20,
         description="Only store items (PUT /store/items) under this namespace prefix "
         "([] any item), and their facts.",
     )
