@@ -53,6 +53,17 @@ EXAMPLES = [
         ),
     ),
     Example(
+        "langgraph_agent.py",
+        (
+            "model: scripted (offline)",
+            "ok   thread 2 recalled what thread 1 was told",
+            "ok   the move updated a memory instead of adding one",
+            "ok   the old city is kept as history",
+            "ok   thread 4 did not recall Porto",
+            "all checks passed",
+        ),
+    ),
+    Example(
         "analyst.py",
         (
             "## Gate decisions per source",
