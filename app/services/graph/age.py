@@ -239,6 +239,8 @@ class AGEGraphStore:
     def page(
         self, conn: Connection, tenant: str, offset: int, limit: int
     ) -> tuple[list[Entity], int]:
+        if not self.exists(conn, tenant):  # no entity recorded yet: no graph to read
+            return [], 0
         total_rows = self._run(conn, tenant, "MATCH (e:Entity) RETURN count(e)", {})
         rows = self._run(
             conn,
