@@ -96,13 +96,14 @@ docs: install
 # graph modules already run on both graph backends in the main pass.
 IT := tests/integration
 MANAGED_TESTS := $(addprefix $(IT)/,test_commit_api.py test_search.py test_rls.py \
-	test_graph_relational.py test_search_plans.py test_managed_mode.py test_export.py)
+	test_graph_relational.py test_search_plans.py test_managed_mode.py test_export.py \
+	test_store.py)
 
 # The core once more through a real PgBouncer in transaction pooling mode (two server
 # connections per database and role, shared by every client), as teams run Elephant behind
 # PgBouncer, RDS Proxy or Supavisor; tests that cannot work through a pooler skip there.
 POOLER_TESTS := $(addprefix $(IT)/,test_commit_api.py test_search.py test_mcp.py \
-	test_graph_api.py test_erasure.py test_rls.py test_isolation.py)
+	test_graph_api.py test_erasure.py test_rls.py test_isolation.py test_store.py)
 
 # `make test-fast`: feedback in a few minutes while working: the unit layer (no database,
 # seconds) and the core of the integration layer (write, search, MCP, isolation, and every
