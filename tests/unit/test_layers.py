@@ -222,7 +222,7 @@ FEATURE_IMPORTS: dict[str, frozenset[str]] = {
     "runtime": frozenset({"graph", "jobs", "retrieval"}),
     # store -> memory, retrieval: an item's version is written as a note is (its vectors,
     # passages, fact extraction) and searched by the hybrid search
-    "store": frozenset({"access", "common", "jobs", "memory", "retrieval", "runtime"}),
+    "store": frozenset({"common", "jobs", "memory", "retrieval", "runtime"}),
     # transfer -> common, facts, memory: an import checks its rows with the doors' input
     # models and the commit's length limit (transfer/rules.py)
     "transfer": frozenset({"access", "common", "facts", "graph", "lifecycle", "memory", "runtime"}),

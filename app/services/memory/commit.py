@@ -256,19 +256,7 @@ def commit_note(
             ).fetchone()
             assert row is not None
             memory_id, status = str(row[0]), "stored"
-            # who "I" is, fixed now: a later change of the tenant's owner does not rewrite it
-            subject = note.subject or tenant_owner(conn, elephant, tenant).owner
-            job_id = queue.enqueue(
-                conn,
-                tenant,
-                EXTRACT_JOB,
-                {"memory_id": memory_id, "subject": subject},
-                max_attempts=elephant.settings.worker.max_attempts,
-            )
-            if vectors is None:
-                enqueue_backfill(elephant, conn, tenant)
-            elif parts:
-                passages.store_note_passages(conn, tenant, memory_id, parts, vectors[1:])
+            job_id = follow_up_note(elephant, conn, tenant, memory_id, note.subject, vectors, parts)
         gate.log_decisions(
             conn,
             tenant,
@@ -287,6 +275,33 @@ def commit_note(
         job_status=job_status,
         facts=facts,
     )
+
+
+def follow_up_note(
+    elephant: Elephant,
+    conn: Connection,
+    tenant: str,
+    memory_id: str,
+    subject: str | None,
+    vectors: Vectors | None,
+    parts: Sequence[passages.Passage],
+) -> int:
+    """What a stored note needs next, in its transaction: its fact extraction (queued;
+    the job's id), an embed job when the embedder was down, else its passages."""
+    # who "I" is, fixed now: a later change of the tenant's owner does not rewrite it
+    owner = subject or tenant_owner(conn, elephant, tenant).owner
+    job_id = queue.enqueue(
+        conn,
+        tenant,
+        EXTRACT_JOB,
+        {"memory_id": memory_id, "subject": owner},
+        max_attempts=elephant.settings.worker.max_attempts,
+    )
+    if vectors is None:
+        enqueue_backfill(elephant, conn, tenant)
+    elif parts:
+        passages.store_note_passages(conn, tenant, memory_id, parts, vectors[1:])
+    return job_id
 
 
 def enqueue_backfill(elephant: Elephant, conn: Connection, tenant: str) -> None:

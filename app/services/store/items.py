@@ -20,17 +20,10 @@ import msgspec
 from app.db.resources import load_sql, load_statement
 from app.db.runtime import Connection
 from app.errors import NotFound
-from app.services.access.tenants import tenant_owner
 from app.services.common.text import content_hash
-from app.services.jobs import queue
 from app.services.jobs.runner import run_job_now
 from app.services.memory import passages
-from app.services.memory.commit import (
-    EXTRACT_JOB,
-    check_length,
-    embed_or_none,
-    enqueue_backfill,
-)
+from app.services.memory.commit import check_length, embed_or_none, follow_up_note
 from app.services.retrieval.schemas import SearchFilters, SearchRequest
 from app.services.retrieval.search import search
 from app.services.runtime import Elephant
@@ -144,18 +137,7 @@ def put_item(elephant: Elephant, tenant: str, item: ItemIn, *, wait: bool = Fals
                 load_sql("store/link_successor.sql"),
                 {"tenant": tenant, "older": replaced, "newer": memory_id},
             )
-        subject = item.subject or tenant_owner(conn, elephant, tenant).owner
-        job_id = queue.enqueue(
-            conn,
-            tenant,
-            EXTRACT_JOB,
-            {"memory_id": memory_id, "subject": subject},
-            max_attempts=elephant.settings.worker.max_attempts,
-        )
-        if vectors is None:
-            enqueue_backfill(elephant, conn, tenant)
-        elif parts:
-            passages.store_note_passages(conn, tenant, memory_id, parts, vectors[1:])
+        job_id = follow_up_note(elephant, conn, tenant, memory_id, item.subject, vectors, parts)
     facts = run_job_now(elephant, tenant, job_id)[0] if wait else None
     stored = StoreItem(
         namespace=list(item.namespace),
