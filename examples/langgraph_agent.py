@@ -146,8 +146,7 @@ def main() -> int:
             ("the move updated a memory instead of adding one", len(memories) == 2),
             (
                 "the old city is kept as history",
-                [v.value["content"] for v in history][:1]
-                == ["I live in Porto."],
+                [v.value["content"] for v in history][:1] == ["I live in Porto."],
             ),
             ("thread 4 recalled Lisbon", any("Lisbon" in m for m in replies[3][1])),
             ("thread 4 still knows the diet", any("vegetarian" in m for m in replies[3][1])),
