@@ -19,6 +19,7 @@ BEGIN;
 --    single-column keys dropped below).
 ALTER TABLE turns          DROP CONSTRAINT IF EXISTS turns_conversation_id_fkey;
 ALTER TABLE memories       DROP CONSTRAINT IF EXISTS memories_conversation_id_fkey;
+ALTER TABLE memories       DROP CONSTRAINT IF EXISTS memories_superseded_by_fkey;
 ALTER TABLE facts          DROP CONSTRAINT IF EXISTS facts_conversation_id_fkey;
 ALTER TABLE facts          DROP CONSTRAINT IF EXISTS facts_memory_id_fkey;
 ALTER TABLE facts          DROP CONSTRAINT IF EXISTS facts_superseded_by_fkey;

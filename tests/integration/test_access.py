@@ -176,6 +176,12 @@ ENDPOINTS: list[tuple[str, str, str, Any]] = [
     ("DELETE", f"/memories/{GHOST}", "admin", None),
     ("DELETE", f"/facts/{GHOST}", "admin", None),
     ("POST", "/erase", "admin", {"subject": "Nobody At All", "dry_run": True}),
+    ("PUT", "/store/items", "write", {"namespace": ["acl"], "key": "k", "value": {"v": "x"}}),
+    ("GET", "/store/items?namespace=acl&key=k", "read", None),
+    ("GET", "/store/items/history?namespace=acl&key=k", "read", None),
+    ("POST", "/store/search", "read", {"query": "x"}),
+    ("POST", "/store/namespaces", "read", {}),
+    ("DELETE", "/store/items?namespace=acl&key=gone", "write", None),
 ]  # fmt: skip
 PUBLIC_ROUTES = {("GET", "/health"), ("HEAD", "/health")}
 

@@ -143,12 +143,18 @@ def test_health(servers: dict[str, Served], models: dict[str, Path]) -> None:
     assert servers["bert1"].client.get("/health").json()["kind"] == "cross-encoder"
 
 
+# The server scores a padded batch, the reference one document at a time: float32 sums
+# taken in another order (the kernels a busy machine's thread pool picks) differ by up to
+# 1e-4 on the causal model (seen once in CI at load 7); the scores themselves are far apart.
+CAUSAL_TOLERANCE = 5e-4
+
+
 def test_causal_scores_match_the_model_card_formula(
     servers: dict[str, Served], models: dict[str, Path]
 ) -> None:
     scores = scores_by_index(servers["causal"].rerank(query=QUERY, documents=DOCS))
     expected = [expected_causal(models["causal"], QUERY, d) for d in DOCS]
-    assert scores == pytest.approx(expected, abs=1e-5)
+    assert scores == pytest.approx(expected, abs=CAUSAL_TOLERANCE)
     assert len(set(scores)) == len(scores)
 
 
@@ -156,7 +162,7 @@ def test_causal_custom_instruction(servers: dict[str, Served], models: dict[str,
     instruction = "what book does the code read"
     response = servers["causal"].rerank(query=QUERY, documents=DOCS[:3], instruction=instruction)
     expected = [expected_causal(models["causal"], QUERY, d, instruction) for d in DOCS[:3]]
-    assert scores_by_index(response) == pytest.approx(expected, abs=1e-5)
+    assert scores_by_index(response) == pytest.approx(expected, abs=CAUSAL_TOLERANCE)
 
 
 @pytest.mark.parametrize("name", ["bert1", "bert2"])
