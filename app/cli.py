@@ -29,6 +29,7 @@ from app import __version__
 from app.cli_support import (
     command_settings,
     delegated,
+    open_command_runtime,
     opened_runtime,
     print_json,
     tenant_option,
@@ -130,6 +131,11 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
     bind = host or settings.server.host
     served_port = port or settings.server.port
     check_bind(settings, bind, where="elephant serve")
+    from app.services.ops import server_link
+
+    # One server per data dir and port: a second one stops here, before loading anything,
+    # and never touches the first one's files (its server.json, the database's holders).
+    claimed = server_link.claim(settings, bind, served_port)
     # The model loads and the database opens in the background while the app is built.
     opening = _Opening(settings)
     try:
@@ -137,7 +143,6 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
 
         from app.api import create_app
         from app.services.jobs.worker import start_worker
-        from app.services.ops import server_link
 
         # Opened here, failing with our message, rather than inside the ASGI lifespan.
         elephant = opening.wait()
@@ -171,6 +176,7 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
         if link is not None:
             server_link.withdraw(settings, link)
         elephant.close()
+        claimed.release()
     _exit_now(code)
 
 
@@ -184,7 +190,6 @@ class _Opening:
         import threading
 
         from app.providers.embedder import build_embedder
-        from app.services.runtime import Elephant
 
         embedder: Any = None
         # A bad embedding setting: Elephant.open raises it again, after the database's checks.
@@ -197,7 +202,7 @@ class _Opening:
 
         def open_runtime() -> None:
             try:
-                self._outcome["elephant"] = Elephant.open(settings, embedder=embedder)
+                self._outcome["elephant"] = _open_serving(settings, embedder)
             except Exception as exc:  # noqa: BLE001 - wait() raises it in the caller's thread
                 self._outcome["error"] = exc
 
@@ -217,6 +222,17 @@ class _Opening:
         opened = self._outcome.get("elephant")
         if opened is not None:
             opened.close()
+
+
+def _open_serving(settings: Settings, embedder: Any = None) -> Any:
+    """The runtime of a serving process: it repairs the BM25 indexes in the background,
+    never on its start path (``keyword_repairs="background"``, app/db/keyword_index.py)."""
+    from app.db import Database
+    from app.services.runtime import Elephant
+
+    db = Database(settings, keyword_repairs="background")
+    db.open()
+    return Elephant.open(settings, db=db, embedder=embedder)
 
 
 def _warm_up(elephant: Any) -> None:
@@ -281,12 +297,11 @@ def mcp_command(
     from app.mcp.http import standalone_app
     from app.services.access.auth import check_bind
     from app.services.jobs.worker import start_worker
-    from app.services.runtime import Elephant
     from app.web.access_log import AccessLog
 
     bind = host or settings.mcp.host
     check_bind(settings, bind, where="elephant mcp --http")
-    elephant = Elephant.open(settings)
+    elephant = _open_serving(settings)
     try:
         if settings.worker.enabled:
             start_worker(elephant)
@@ -314,10 +329,9 @@ def worker(once: bool) -> None:
     """Drain the fact-extraction queue (all tenants) until stopped."""
     from app.services.jobs.runner import drain
     from app.services.jobs.worker import start_worker
-    from app.services.runtime import Elephant
 
     settings = command_settings(serving=True)
-    elephant = Elephant.open(settings)
+    elephant = open_command_runtime(settings) if once else _open_serving(settings)
     try:
         if once:
             click.echo(f"ran {drain(elephant)} jobs")
@@ -346,11 +360,10 @@ def ingest(path: Path, tenant: str | None, fmt: str, split_tenants: bool, no_ext
     """Ingest a file through the write path (gate, dedup, windows, facts)."""
     from app.services.jobs.runner import drain
     from app.services.memory import ingest as ingest_service
-    from app.services.runtime import Elephant
 
     settings = command_settings()
     items = ingest_service.read_items(path, tenant or settings.tenant.default, fmt, split_tenants)
-    elephant = Elephant.open(settings)
+    elephant = open_command_runtime(settings)
     try:
         with click.progressbar(length=len(items), label="committing", file=sys.stderr) as bar:
             report = ingest_service.ingest(elephant, items, on_item=lambda _: bar.update(1))
@@ -415,7 +428,7 @@ def sql(
             "give --analyst or --tenant, not both: an analyst's tenants are its grants"
         )
     settings = command_settings()
-    db = Database(settings)
+    db = Database(settings, keyword_repairs="report")
     try:
         db.open()
         env = dict(os.environ)
@@ -617,6 +630,11 @@ from app.cli_transfer import export_command, import_command  # noqa: E402  (regi
 
 main.add_command(export_command)
 main.add_command(import_command)
+
+from app.cli_backup import backup_command, restore_command  # noqa: E402  (registered last)
+
+main.add_command(backup_command)
+main.add_command(restore_command)
 
 
 if __name__ == "__main__":

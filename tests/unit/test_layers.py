@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Top to bottom; packages of one layer may import each other (module cycles still fail).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("cli", "cli_access", "cli_graph", "cli_maintain", "cli_transfer"),
+    ("cli", "cli_access", "cli_backup", "cli_graph", "cli_maintain", "cli_transfer"),
     ("cli_support",),
     ("api", "console"),  # the app mounts the console; both declare their routes' access in web
     ("mcp",),
