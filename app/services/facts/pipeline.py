@@ -34,6 +34,7 @@ from app.services.facts.offline.extract import extract_offline
 from app.services.facts.offline.rewrite import ASSISTANT_CONFIDENCE
 from app.services.facts.standing import standing_facts
 from app.services.graph import linking
+from app.services.jobs import queue, sources
 from app.services.jobs.queue import Job
 from app.services.ops import metrics
 from app.services.ops.usage import record_usage
@@ -78,6 +79,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
                 json.dumps(_metadata(fact)),
             )
         )
+    _check_source(elephant, conn, job, source)  # at write time: SourceGone if deleted
     stored: list[contradictions.StoredFact] = []
     new_facts: list[tuple[str, ExtractedFact]] = []
     with conn.cursor() as cursor:
@@ -100,6 +102,36 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
     contradictions.check(elephant, conn, job.tenant_id, stored)
     linking.link_facts(elephant, conn, job.tenant_id, new_facts)
     return len(stored)
+
+
+def _check_source(elephant: Elephant, conn: Connection, job: Job, source: _Source) -> None:
+    """Lock the source against deletes until the job commits and read it again
+    (app/services/jobs/sources.py): SourceGone when a delete, a store put or an erasure
+    ended since it was read. A span some of whose turns an erasure took is extracted
+    again, from the turns that remain, by a new job."""
+    if source.conversation_id is None:
+        sources.hold_note(conn, job.tenant_id, source.memory_for["*"])
+        return
+    sources.hold_tenant(conn, job.tenant_id)
+    span = {
+        "tenant": job.tenant_id,
+        "conversation": source.conversation_id,
+        "from": job.payload["seq_from"],
+        "to": job.payload["seq_to"],
+    }
+    now = tuple(
+        (int(seq), str(text))
+        for seq, text in conn.execute(load_sql("facts/hold_span_turns.sql"), span).fetchall()
+    )
+    windows = {str(row[0]) for row in conn.execute(load_sql("facts/hold_span_windows.sql"), span)}
+    if now == source.span and windows.issuperset(source.memory_ids):
+        return
+    if not now:
+        raise sources.SourceGone("the conversation's turns were erased while the job ran")
+    again = queue.enqueue(conn, job.tenant_id, job.kind, job.payload, max_attempts=job.max_attempts)
+    raise sources.SourceGone(
+        f"turns of the span were erased while the job ran: job {again} extracts what remains"
+    )
 
 
 def _storable(fact: ExtractedFact, source: _Source) -> ExtractedFact:
@@ -195,6 +227,11 @@ class _Source:
     caller_id: dict[str, str]  # handle -> the caller's turn id, for turns that had one
     conversation_id: str | None
     name: str  # the memory's source
+    span: tuple[tuple[int, str], ...] = ()  # a conversation's (seq, text), as read
+
+    @property
+    def memory_ids(self) -> list[str]:
+        return sorted(set(self.memory_for.values()))
 
     @property
     def handles(self) -> set[str]:
@@ -268,4 +305,7 @@ def _conversation_source(conn: Connection, tenant: str, payload: JSONObject) -> 
             memory_for[handle] = str(window[0])
     anchor_text = payload.get("session_date")
     anchor = datetime.fromisoformat(anchor_text) if anchor_text else None
-    return _Source(turns, anchor, memory_for, caller_id, conversation_id, str(conversation[0]))
+    span_read = tuple((int(row[0]), str(row[2])) for row in rows)
+    return _Source(
+        turns, anchor, memory_for, caller_id, conversation_id, str(conversation[0]), span_read
+    )

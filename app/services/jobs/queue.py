@@ -86,11 +86,9 @@ def claim_one(conn: Connection, tenant: str, job_id: int) -> Job | None:
     return Job(*row) if row else None
 
 
-def complete(conn: Connection, job: Job) -> None:
-    conn.execute(
-        load_sql("jobs/complete.sql"),
-        (job.tenant_id, job.id),
-    )
+def complete(conn: Connection, job: Job, reason: str | None = None) -> None:
+    """The job is done; ``reason`` says why it wrote nothing (kept as its last_error)."""
+    conn.execute(load_sql("jobs/complete.sql"), (reason, job.tenant_id, job.id))
     metrics.record_job(job.kind, "done")
 
 

@@ -2,8 +2,10 @@
 
 A job runs inside its tenant's transaction; if it raises, that transaction rolls
 back and the failure (error text, attempt count, next run time) is recorded in a
-new one, so nothing is half-written and nothing is lost. While it runs, the
-runtime's LeaseKeeper renews its lease.
+new one, so nothing is half-written and nothing is lost. A job whose source was
+deleted, replaced or erased while it ran raises SourceGone before writing anything
+searchable (app/services/jobs/sources.py): it is done, its reason kept as last_error.
+While it runs, the runtime's LeaseKeeper renews its lease.
 
 This module sits below the services that queue jobs (commit) and above the ones
 that do a job's work (facts.pipeline); the thread that polls the queue is
@@ -23,6 +25,7 @@ from app.errors import ElephantError
 from app.providers.llm import LLMError
 from app.services.facts.pipeline import run_extraction
 from app.services.jobs import queue
+from app.services.jobs.sources import SourceGone
 from app.services.lifecycle import backfill, maintenance
 from app.services.ops.usage import record_usage
 from app.services.runtime import Elephant
@@ -64,8 +67,13 @@ def run_job(elephant: Elephant, job: queue.Job) -> int:
         if handler is None:
             raise ElephantError(f"unknown job kind {job.kind!r}")
         with elephant.leases.holding(job.id), elephant.db.tenant(job.tenant_id) as conn:
-            count = handler(elephant, conn, job)
-            queue.complete(conn, job)
+            reason: str | None = None
+            try:
+                count = handler(elephant, conn, job)
+            except SourceGone as gone:  # raised before its first searchable row
+                log.info("job %s (%s): %s", job.id, job.kind, gone.message)
+                count, reason = 0, gone.message
+            queue.complete(conn, job, reason)
         return count
     except (ElephantError, psycopg.Error) as exc:
         _record_failure(elephant, job, exc)
