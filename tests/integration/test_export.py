@@ -6,6 +6,8 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +20,7 @@ from psycopg import sql
 from app.cli import main
 from app.config import Settings
 from app.db import Database
+from app.db.tenant_indexes import keep
 from app.errors import Conflict, InvalidInput, NotFound
 from app.providers.embedder import Embedder
 from app.services.graph.age import graph_name
@@ -616,3 +619,170 @@ def test_cli_export_and_import(
     first = json.loads(stdout.stdout.splitlines()[0])
     assert first["vectors"] is False and first["tenant"] == planted
     assert first["format"] == fileformat.FORMAT
+
+
+# ------------------------------------------------------------------ issue 39: serving state
+
+
+def _way(elephant: Elephant, tenant: str) -> tuple[Any, ...] | None:
+    with elephant.db.admin_connection() as conn:
+        return conn.execute(
+            "SELECT way, vector_rows FROM tenant_vector_ways WHERE tenant_id = %s", (tenant,)
+        ).fetchone()
+
+
+def _with_section(values: list[Any], section: str, rows: list[dict[str, Any]]) -> list[Any]:
+    """The file with rows of ``section`` added before the graph (as an export of the
+    release that exported serving state wrote them), header and end line to match."""
+    header, body, end = values[0], values[1:-1], values[-1]
+    at = next((i for i, v in enumerate(body) if str(v["table"]).startswith("graph.")), len(body))
+    sections = [s for s in header["sections"] if not s.startswith("graph.")]
+    sections += [section] + [s for s in header["sections"] if s.startswith("graph.")]
+    header = {**header, "sections": sections, "counts": {**header["counts"], section: len(rows)}}
+    added = [{"table": section, "row": row} for row in rows]
+    counts = {**end["end"]["counts"], section: len(rows)}
+    end = {"end": {"lines": len(values) + len(rows), "counts": counts}}
+    return [header, *body[:at], *added, *body[at:], end]
+
+
+def test_a_tenant_with_a_recorded_vector_way_exports_and_imports(
+    planted: str,
+    elephant: Elephant,
+    tmp_path: Path,
+    pg_data_dir: Path,
+    new_database: Callable[..., str],
+    embedder: Embedder,
+) -> None:
+    """Issue 39, reproduction 1: once the keeper recorded the tenant's vector way, its
+    export imported into nothing (permission denied for table tenant_vector_ways). The
+    way is how this server serves the tenant, not data: it is left out of the file,
+    skipped in a file of the release that carried it, and recorded for the imported
+    tenant as the keeper records it."""
+    keep(elephant.db.admin_connection, elephant.settings.search.tenant_index_rows, build=False)
+    recorded = _way(elephant, planted)
+    assert recorded is not None and recorded[0] == "exact" and recorded[1] > 0
+    path = tmp_path / "a.jsonl"
+    export_to_path(elephant, planted, path)
+    assert not {"tenant_vector_ways", "maintenance_runs"} & set(lines(path)[0]["sections"])
+    older = tmp_path / "older.jsonl"  # as the release before wrote it, the way's row in it
+    way_row = {"way": "own", "vector_rows": 7, "counted_at": "2026-01-01T00:00:00+00:00",
+               "indexed_at": None, "build_seconds": 1.5}  # fmt: skip
+    run_row = {"id": 3, "kind": "decay", "job_id": 99, "triggered_by": "schedule",
+               "started_at": "2026-01-01T00:00:00+00:00", "report": {}}  # fmt: skip
+    values = _with_section(lines(path), "maintenance_runs", [run_row])
+    write_lines(older, _with_section(values, "tenant_vector_ways", [way_row]))
+    report = import_tenant(elephant, older, "exp-way-new-ids", new_ids=True)
+    assert "tenant_vector_ways" not in report.rows and "maintenance_runs" not in report.rows
+    assert _way(elephant, "exp-way-new-ids") == recorded
+    with elephant.db.tenant("exp-way-new-ids") as conn:
+        assert conn.execute("SELECT count(*) FROM maintenance_runs").fetchone() == (0,)
+    other = second_runtime(pg_data_dir, new_database, embedder, "export_way")
+    try:
+        import_tenant(other, older)  # same ids, into an empty database
+        assert _way(other, planted) == recorded
+        assert rows(other, planted) == rows(elephant, planted)
+    finally:
+        other.close()
+
+
+# ------------------------------------------------------------------ issue 39: references
+
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def fresh_ids(values: list[Any]) -> list[Any]:
+    """The file with every uuid replaced by a new one, consistently (a file of the same
+    tenant exported from another database: its ids are used nowhere here)."""
+    mapping: dict[str, str] = {}
+
+    def new(match: re.Match[str]) -> str:
+        return mapping.setdefault(match.group(0), str(uuid.uuid4()))
+
+    return [json.loads(UUID.sub(new, json.dumps(v))) for v in values]
+
+
+@pytest.fixture(scope="module")
+def used(
+    planted: str, client: Client, elephant: Elephant, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """An export of the planted tenant after searches recorded the use of its rows."""
+    call(client, "POST", "/search", planted, {"query": "Where does Ines live?"})
+    elephant.access.flush()
+    path = tmp_path_factory.mktemp("export") / "used.jsonl"
+    export_to_path(elephant, planted, path)
+    assert {"access_stats", "admission_log", "feedback", "jobs"} <= set(lines(path)[0]["sections"])
+    return path
+
+
+@pytest.fixture(scope="module")
+def elsewhere(client: Client, elephant: Elephant) -> dict[str, str]:
+    """Ids of another tenant's rows, which an import must not point at."""
+    tenant = "exp-elsewhere"
+    call(client, "POST", "/commit", tenant, {"text": "Tomas keeps bees in Evora"})
+    turns = [{"speaker": "Tomas", "text": "The hives swarmed in May."}]
+    call(client, "POST", "/commit_conversation", tenant, {"turns": turns})
+    with elephant.db.tenant(tenant) as conn:
+        memory, conversation = conn.execute(
+            "SELECT id::text, conversation_id::text FROM memories WHERE kind = 'window'"
+        ).fetchone()  # type: ignore[misc]
+        fact = conn.execute("SELECT id::text FROM facts LIMIT 1").fetchone()
+        turn = conn.execute("SELECT id FROM turns LIMIT 1").fetchone()
+    assert fact is not None and turn is not None
+    return {"memory": memory, "conversation": conversation, "fact": fact[0], "turn": turn[0]}
+
+
+def _pointing(table: str, column: str, target: str, **matching: Any) -> Any:
+    """A fresh-id file with one reference of ``table`` set to another tenant's row."""
+
+    def damage(values: list[Any], there: dict[str, str]) -> tuple[list[Any], int, Any]:
+        values = fresh_ids(values)
+        at = _row_where(values, table, **matching)
+        value: Any = there[target]
+        row = values[at]["row"]
+        if column.startswith("payload."):
+            value = {**row["payload"], column.split(".", 1)[1]: there[target]}
+            values[at] = {"table": table, "row": {**row, "payload": value}}
+            return values, at + 1, there[target]
+        extra = {"superseded_at": "2026-01-01T00:00:00+00:00"} if column == "superseded_by" else {}
+        values[at] = {"table": table, "row": {**row, **extra, column: value}}
+        return values, at + 1, value
+
+    damage.__name__ = f"{table}.{column}"
+    return damage
+
+
+@pytest.mark.parametrize("new_ids", [False, True], ids=["same-ids", "new-ids"])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        _pointing("facts", "memory_id", "memory", observation_kind=None),
+        _pointing("facts", "conversation_id", "conversation", observation_kind=None),
+        _pointing("memories", "superseded_by", "memory", kind="note"),
+        _pointing("passages", "turn_id", "turn"),
+        _pointing("feedback", "memory_id", "memory"),
+        _pointing("contradictions", "older_fact_id", "fact"),
+        _pointing("admission_log", "conversation_id", "conversation"),
+        _pointing("access_stats", "item_id", "memory", item_kind="memory"),
+        _pointing("jobs", "payload.memory_id", "memory", status="failed"),
+    ],
+    ids=lambda d: d.__name__,
+)
+def test_an_import_refuses_a_reference_to_another_tenant(
+    used: Path, elephant: Elephant, elsewhere: dict[str, str], tmp_path: Path, damage: Any,
+    new_ids: bool, request: Any,
+) -> None:  # fmt: skip
+    """Issue 39, reproduction 2: a fresh-id file with one reference set to a row of
+    another tenant imported, leaving a row pointing across tenants. Every reference is
+    checked against the rows of the file (the target tenant is empty), with or without
+    new ids: a 422 naming the table, the column, the line and the value, nothing written."""
+    values, line, value = damage(lines(used), elsewhere)
+    path = tmp_path / "dangling.jsonl"
+    write_lines(path, values)
+    tenant = f"exp-dangle-{abs(hash(request.node.callspec.id)) % 10**8}"
+    table, column = damage.__name__.split(".", 1)
+    with pytest.raises(InvalidInput) as refused:
+        import_tenant(elephant, path, tenant, new_ids=new_ids)
+    message = refused.value.message
+    assert f"line {line}" in message and str(value) in message, message
+    assert f"{table}.{column.split('.')[0]}" in message, message
+    assert left_behind(elephant, tenant) == {}

@@ -18,12 +18,20 @@ from app.services.access import erasure
 
 # Parents first: every foreign key points at a table earlier in this list.
 ORDER: tuple[str, ...] = tuple(reversed(erasure.TABLES))
+# Tenant tables that say how this server serves and maintains the tenant, not what the
+# tenant holds: its vector way (recorded by the keeper, app/db/tenant_indexes.py; an
+# import records it afresh) and the maintenance runs (the scheduler's bookkeeping; a
+# run's job_id names a job of this server's queue). Never exported; an import skips
+# their rows in files of the releases that exported them (docs/export.md).
+SERVING: frozenset[str] = frozenset({"tenant_vector_ways", "maintenance_runs"})
 # Tenant tables never exported: the audit log, API keys and analyst grants belong to the
 # deployment (who may reach the data, not the data), the
-# AGE graph registry is made by provisioning, and the graph travels through its backend
-# (so an export from AGE imports into the relational tables and the other way round).
+# AGE graph registry is made by provisioning, the serving state above, and the graph
+# travels through its backend (so an export from AGE imports into the relational tables
+# and the other way round).
 SKIPPED: frozenset[str] = frozenset(
     {
+        *SERVING,
         *erasure.KEPT_TABLES,
         "api_keys",
         "analyst_grants",

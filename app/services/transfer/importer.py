@@ -40,7 +40,7 @@ from psycopg import sql
 
 from app.config import validate_tenant_id
 from app.db.resources import fragment, load_sql, migrations_dir
-from app.db.runtime import Connection, SQLParams
+from app.db.runtime import TENANT_SETTING, Connection, SQLParams
 from app.errors import CapabilityMissing, Conflict, InvalidInput
 from app.protocol import JSONObject
 from app.services.access import audit
@@ -50,7 +50,7 @@ from app.services.graph.transfer import PAGE
 from app.services.lifecycle.backfill import fill_passages
 from app.services.memory.window_vectors import pooling, stored_vectors
 from app.services.runtime import Elephant
-from app.services.transfer import catalog, fileformat, rules
+from app.services.transfer import catalog, fileformat, references, rules
 from app.services.transfer.catalog import Catalog, Column, Table
 from app.services.transfer.export import VECTOR_COLUMN
 
@@ -84,8 +84,9 @@ OVERRIDES: dict[tuple[str, str], LiteralString] = {
     ),
 }
 # uuids that name a row of another table without a foreign key (an access_stats row
-# names a memory or a fact): with new_ids they follow that row to its new id.
-REMAPPED_UUIDS: frozenset[tuple[str, str]] = frozenset({("access_stats", "item_id")})
+# names a memory or a fact, a gate decision its conversation): with new_ids they follow
+# that row to its new id.
+REMAPPED_UUIDS: frozenset[tuple[str, str]] = references.UNKEYED_UUIDS
 # Never copied from the file: the tenant's id is the target's, its row's age is its own.
 TENANT_KEPT = frozenset({"id", "created_at"})
 
@@ -145,8 +146,29 @@ def import_tenant(
             f"the file's rows do not fit this database: {exc.diag.message_primary} "
             f"({exc.diag.table_name or 'a table'}); nothing was imported"
         ) from None
+    _record_way(elephant, target)
     elapsed = round(time.perf_counter() - started, 3)
     return replace(report, seconds=elapsed)
+
+
+def _record_way(elephant: Elephant, tenant: str) -> None:
+    """How the server serves the imported tenant's vector lanes, recorded as the keeper
+    records a tenant it has just counted (app/db/tenant_indexes.py): exact below
+    search.tenant_index_rows, else the shared graphs until the keeper, in its next round,
+    builds the tenant's own indexes (an import builds no index beside a live server)."""
+    threshold = elephant.settings.search.tenant_index_rows
+    with elephant.db.admin_connection() as conn, conn.transaction():
+        # Row-level security may apply to the migrator (external mode, FORCE): scope it.
+        conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
+        row = conn.execute(load_sql("transfer/import_vector_rows.sql"), {"tenant": tenant})
+        found = row.fetchone()
+        vector_rows = int(found[0]) if found else 0
+        way = "exact" if vector_rows < threshold else "shared"
+        conn.execute(
+            load_sql("db/tenant_way_record.sql"),
+            {"tenant": tenant, "way": way, "rows": vector_rows, "indexed": False, "seconds": None},
+        )
+    elephant.vector_ways.forget(tenant)
 
 
 def _statement(name: str) -> str:
@@ -207,6 +229,7 @@ def _import(
         vectors = "from the file"
     plan = _Plan(tenant, tables, vectors == "from the file", new_ids, {})
     _stage(conn, path, scanned.lines)
+    references.check(conn, tables, set(scanned.counts))
     if new_ids:
         _map_ids(conn, tables)
     _tenant_settings(conn, tenant)
@@ -272,7 +295,10 @@ def _check_revision(exported: str, here: str | None) -> None:
 
 
 def _check_sections(header: fileformat.Header, tables: Catalog) -> None:
+    # serving state (the vector way, maintenance runs) in a file of an earlier release:
+    # known, and skipped (the way is recorded afresh, _record_way)
     known = {fileformat.TENANT_SECTION, *fileformat.GRAPH_SECTIONS, *tables.tables}
+    known |= catalog.SERVING
     unknown = [section for section in header.sections if section not in known]
     if unknown:
         raise InvalidInput(
