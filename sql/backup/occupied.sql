@@ -5,6 +5,6 @@ SELECT
     (SELECT count(*) FROM pg_class AS c JOIN pg_namespace AS n ON n.oid = c.relnamespace
      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
        AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-       AND n.nspname NOT LIKE 'pg\_toast%'),
+       AND NOT starts_with(n.nspname, 'pg_toast')),
     coalesce((SELECT array_agg(extname ORDER BY extname) FROM pg_extension
               WHERE extname <> 'plpgsql'), '{}')

@@ -1,10 +1,12 @@
 -- The roles Elephant's database needs besides its owner (app/services/ops/backup/roles.py):
 -- every role that owns an object of the database, holds a privilege on one or is named
--- by a row-level security policy, and, recursively, the members of those roles (the
--- analysts' logins are members of the analyst group). Left out: superusers, the
--- built-in pg_* roles, PUBLIC (oid 0) and the connecting user (the migrator: the
--- target's own takes its place). No parameters.
-WITH RECURSIVE named (oid) AS (
+-- by a row-level security policy (the app, worker, keyword and analyst group roles),
+-- and the analysts' logins the database lists (passed in: the analysts table may be
+-- absent from an old schema). Not every member of the analyst group: another database
+-- of the server may have analysts of its own. Left out: superusers, the built-in pg_*
+-- roles, PUBLIC (oid 0) and the connecting user (the migrator: the target's own takes
+-- its place). Parameter: the analysts' role names (an array).
+WITH named (oid) AS (
     SELECT relowner FROM pg_class WHERE relnamespace <> 'pg_catalog'::regnamespace
     UNION SELECT proowner FROM pg_proc WHERE pronamespace <> 'pg_catalog'::regnamespace
     UNION SELECT nspowner FROM pg_namespace
@@ -15,15 +17,12 @@ WITH RECURSIVE named (oid) AS (
     UNION SELECT (aclexplode(typacl)).grantee FROM pg_type WHERE typacl IS NOT NULL
     UNION SELECT (aclexplode(defaclacl)).grantee FROM pg_default_acl
     UNION SELECT unnest(polroles) FROM pg_policy
-),
-needed (oid) AS (
-    SELECT oid FROM named
-    UNION SELECT m.member FROM pg_auth_members AS m JOIN needed AS n ON m.roleid = n.oid
+    UNION SELECT oid FROM pg_roles WHERE rolname = ANY(%s)
 )
 SELECT r.rolname
 FROM pg_roles AS r
-WHERE r.oid IN (SELECT oid FROM needed)
+WHERE r.oid IN (SELECT oid FROM named)
   AND NOT r.rolsuper
-  AND r.rolname NOT LIKE 'pg\_%'
+  AND NOT starts_with(r.rolname, 'pg_')
   AND r.rolname <> current_user
 ORDER BY r.rolname

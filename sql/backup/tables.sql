@@ -7,6 +7,6 @@ FROM pg_class AS c
 JOIN pg_namespace AS n ON n.oid = c.relnamespace
 WHERE c.relkind = 'r'
   AND n.nspname NOT IN ('pg_catalog', 'information_schema')
-  AND n.nspname NOT LIKE 'pg\_toast%'
-  AND n.nspname NOT LIKE 'pg\_temp%'
+  AND NOT starts_with(n.nspname, 'pg_toast')
+  AND NOT starts_with(n.nspname, 'pg_temp')
 ORDER BY 1, 2

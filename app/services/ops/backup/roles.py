@@ -70,7 +70,8 @@ class RoleSet:
 
 def collect(conn: Connection) -> RoleSet:
     """Every role the database needs, read on ``conn`` (the backup's snapshot)."""
-    names = [str(row[0]) for row in conn.execute(load_sql("backup/role_names.sql")).fetchall()]
+    listed = conn.execute(load_sql("backup/role_names.sql"), (_analysts(conn),)).fetchall()
+    names = [str(row[0]) for row in listed]
     verifiers = _verifiers(conn, names)
     roles = []
     for name in names:
@@ -98,6 +99,15 @@ def collect(conn: Connection) -> RoleSet:
         for g, m, admin, inherit, set_ in rows
     ]
     return RoleSet(roles=roles, memberships=memberships, passwords=verifiers is not None)
+
+
+def _analysts(conn: Connection) -> list[str]:
+    """The analysts' login roles the database lists (none before migration 0015)."""
+    exists = conn.execute("SELECT to_regclass('public.analysts') IS NOT NULL").fetchone()
+    if exists is None or not exists[0]:
+        return []
+    rows = conn.execute("SELECT role_name FROM public.analysts ORDER BY 1").fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def _verifiers(conn: Connection, names: list[str]) -> dict[str, str] | None:
