@@ -23,7 +23,7 @@ from psycopg import sql
 
 from app.cli import main
 from app.config import Settings
-from app.db import Database
+from app.db import Database, tenant_indexes
 from app.db.embedded import EmbeddedPostgres
 from app.errors import Conflict, InvalidInput
 from app.providers.embedder import Embedder
@@ -170,6 +170,9 @@ def source(settings: Settings, elephant: Elephant) -> Iterator[Source]:
         for tenant in (A, B)
     }
     analyst = analysts.create(elephant.db, AnalystIn(name=ANALYST, tenants=[A]))
+    # Each tenant over this small threshold gets its own HNSW indexes and recorded way.
+    kept = tenant_indexes.keep(elephant.db.admin_connection, threshold=10)
+    assert [way.way for way in kept.ways] == ["own", "own"], kept
     yield Source(keys=keys, analyst_role=analyst.role, lists=search_lists(elephant))
     analysts.revoke(elephant.db, ANALYST)
 
@@ -346,6 +349,12 @@ def test_bm25_and_tenant_indexes_come_back_working(restored: Restored, elephant:
                 == before.execute(listing, (method,)).fetchone()
             ), method
     assert restored.elephant.db.keyword.trusted
+    with admin(elephant.db) as before, admin(restored.db) as after:
+        own = tenant_indexes.existing_indexes(before)
+        assert len(own) >= 4 and all(own.values()), own
+        assert tenant_indexes.existing_indexes(after) == own
+        assert restored.report.tenant_indexes == len(own)
+        assert tenant_indexes.ways(after) == tenant_indexes.ways(before)
 
 
 def test_a_restore_refuses_a_non_empty_target_and_writes_nothing(restored: Restored) -> None:
