@@ -483,17 +483,34 @@ def search_command(query: str, tenant: str | None, limit: int | None, explain: b
 
 
 @main.command()
-def doctor() -> None:
-    """Check everything an operator would check by hand; exit 1 when a check fails."""
-    from app.services.ops.doctor import diagnose
+@click.option(
+    "--database-only",
+    is_flag=True,
+    help="Check the database and configuration, not the API (no `elephant serve` needed).",
+)
+def doctor(database_only: bool) -> None:
+    """Check everything an operator would check by hand; exit 1 when a check fails.
 
-    with opened_runtime() as (elephant, _default):
-        report = diagnose(elephant)
+    First the API: the `elephant serve` of this data dir must answer /health (no server
+    fails, unless --database-only); then the database, the model and the queues."""
+    from app.services.ops.doctor import Check, check_api, diagnose, worst
+
     marks = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL"}
-    for check in report.checks:
+
+    def echo(check: Check) -> None:
         click.echo(f"{marks[check.level]}  {check.name}: {check.detail}")
-    click.echo(f"status: {report.status}")
-    if report.status == "fail":
+
+    settings = command_settings()
+    api = None if database_only else check_api(settings)
+    if api is not None:
+        echo(api)  # before the database opens: doing so starts a stopped embedded server
+    with opened_runtime(settings) as (elephant, _default):
+        report = diagnose(elephant)
+    for check in report.checks:
+        echo(check)
+    status = worst([report.status] + ([api.level] if api is not None else []))
+    click.echo(f"status: {status}")
+    if status == "fail":
         raise SystemExit(1)
 
 

@@ -29,10 +29,9 @@ def _echo(value: Any) -> None:
 
 @contextmanager
 def opened_runtime() -> Iterator[Elephant]:
-    from app.cli_support import command_settings
-    from app.services.runtime import Elephant
+    from app.cli_support import command_settings, open_command_runtime
 
-    elephant = Elephant.open(command_settings())
+    elephant: Elephant = open_command_runtime(command_settings())
     try:
         yield elephant
     finally:

@@ -47,14 +47,23 @@ def tenant_option(meaning: str = "Tenant (default: tenant.default).") -> Callabl
 @contextmanager
 def opened_runtime(settings: Settings | None = None) -> Iterator[tuple[Any, str]]:
     """The runtime and the default tenant, closed afterwards."""
-    from app.services.runtime import Elephant
-
     settings = settings or command_settings()
-    elephant = Elephant.open(settings)
+    elephant = open_command_runtime(settings)
     try:
         yield elephant, settings.tenant.default
     finally:
         elephant.close()
+
+
+def open_command_runtime(settings: Settings) -> Any:
+    """The runtime of a one-shot command: beside a running server it never rebuilds an index
+    nor ends the server's sessions (``keyword_repairs="report"``, app/db/keyword_index.py)."""
+    from app.db import Database
+    from app.services.runtime import Elephant
+
+    db = Database(settings, keyword_repairs="report")
+    db.open()
+    return Elephant.open(settings, db=db)
 
 
 def print_json(value: Any) -> None:

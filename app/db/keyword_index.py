@@ -22,11 +22,11 @@ Why (pg_textsearch 1.0.0, the embedded build; source tag v1.0.0):
 
 What this module does:
 
-1. At start (Database.open, before any pool connection exists, and after the app
-   revived a killed server): REINDEX each bm25 index once per server start, i.e. when
-   pg_postmaster_start_time() differs from the one recorded in keyword_index_repairs.
-   A rebuild reads the heap, which is WAL-protected: statistics and postings are whole
-   again. Cost: ~0.5 s at 20k rows, ~2.5 s at 100k (per index).
+1. At start (Database.open, and after the app revived a killed server): REINDEX each
+   bm25 index once per server start, i.e. when pg_postmaster_start_time() differs from
+   the one recorded in keyword_index_repairs. A rebuild reads the heap, which is
+   WAL-protected: statistics and postings are whole again. Cost: ~0.5 s at 20k rows,
+   ~2.5 s at 100k (per index).
 2. A probe per index: its statistics must count documents when the table has rows,
    and sampled rows (the newest heap page, where rows lost in a crash are, and random
    pages) must be found by an ordered BM25 scan for a rare word of their own (a word
@@ -35,7 +35,25 @@ What this module does:
    degraded), rebuilds the failed indexes, probes again.
 4. After any rebuild, idle connections of this database opened before it are closed:
    pg_textsearch 1.0.0 backends keep per-index state across a REINDEX (#390), and rows
-   they insert afterwards would be invisible to new sessions. Pools reconnect.
+   they insert afterwards would be invisible to new sessions. The rebuilding process's
+   own pools are drained instead (``on_rebuilt``), and the others' pools reconnect.
+
+Who repairs (``Repairs``, chosen by whoever opens the Database):
+
+- ``background``: a serving process (``elephant serve``, ``mcp --http``, ``worker``).
+  Its start never waits on a rebuild: the lane starts untrusted (the tsvector lane
+  serves) while a thread takes the advisory lock (without waiting on it: an outside
+  session holding it delays the repair, never the start), rebuilds and probes.
+- ``report``: a CLI command beside a running server. It probes and says what it found,
+  and never rebuilds an index nor ends another process's session: a REINDEX from a
+  one-shot command, and the sessions it closed, broke the server's connections
+  (issue 39). The server repairs what its own probe (/health, doctor through it) finds.
+  A command that started the embedded server itself is alone on it and repairs here.
+- ``here``: rebuild and probe on the caller's thread (the library's default, tests).
+
+Every wait is bounded: the advisory lock is tried, not waited for, and a REINDEX gives
+up after LOCK_TIMEOUT on the table's lock (a queued REINDEX would stall every writer
+behind it) and is tried again later.
 
 The probe and the rebuild need a connection that sees every row: the embedded
 superuser, or an owner of the tables without forced row-level security.
@@ -52,7 +70,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from psycopg import sql
@@ -72,6 +90,12 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]{3,}")
 _TOTAL_DOCS = re.compile(r"total_docs:\s*(\d+)")
 _TOTAL_LEN = re.compile(r"total_len:\s*(\d+)")
 _LOCK = 0x454C4B57  # advisory lock: one process rebuilds at a time
+LOCK_TIMEOUT = "2s"  # a REINDEX waits this long for its table, then is tried again later
+HERE_LOCK_WAIT_S = 30.0  # "here": how long the caller waits for another rebuild to end
+BACKGROUND_ATTEMPTS = 60  # "background": tries (a lock held elsewhere, a busy table)
+BACKGROUND_PAUSE_S = 2.0  # between them
+
+Repairs = Literal["here", "background", "report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,12 +245,30 @@ def rebuilt_for(conn: Connection) -> dict[str, datetime]:
     return {str(name): at for name, at in rows}
 
 
-def rebuild(conn: Connection, indexes: list[str], reason: str) -> list[str]:
-    """REINDEX each index, record it, then close the idle connections opened before."""
+def stale_indexes(conn: Connection) -> list[str]:
+    """The bm25 indexes not rebuilt since this database server started."""
+    started = server_started_at(conn)
+    done = rebuilt_for(conn)
+    return [index for index, _ in bm25_indexes(conn) if done.get(index) != started]
+
+
+def rebuild(
+    conn: Connection,
+    indexes: list[str],
+    reason: str,
+    *,
+    spare: str | None = None,
+    on_rebuilt: Callable[[], None] | None = None,
+) -> list[str]:
+    """REINDEX each index and record it; then close the idle sessions opened before, but
+    those named ``spare`` (the caller's application_name: ``on_rebuilt`` drains its own
+    pools instead). A REINDEX that cannot lock its table within LOCK_TIMEOUT raises
+    LockNotAvailable (the caller tries again later) rather than stall writers behind it."""
     if not indexes:
         return []
     started_at = server_started_at(conn)
     before = conn.execute("SELECT now()").fetchone()
+    conn.execute("SELECT set_config('lock_timeout', %s, false)", (LOCK_TIMEOUT,))
     for index in indexes:
         started = time.perf_counter()
         log.log(
@@ -241,14 +283,19 @@ def rebuild(conn: Connection, indexes: list[str], reason: str) -> list[str]:
             (index, started_at, reason, time.perf_counter() - started),
         )
     if before is not None:
-        _close_stale_sessions(conn, before[0])
+        _close_stale_sessions(conn, before[0], spare)
+    if on_rebuilt is not None:
+        on_rebuilt()
     return indexes
 
 
-def _close_stale_sessions(conn: Connection, rebuilt_at: datetime) -> None:
+def _close_stale_sessions(conn: Connection, rebuilt_at: datetime, spare: str | None) -> None:
     """pg_textsearch 1.0.0 backends keep their per-index state across a REINDEX: close the
-    idle sessions of this database that started before it (their pools reconnect)."""
-    closed = conn.execute(load_sql("db/close_stale_sessions.sql"), (rebuilt_at,)).fetchone()
+    idle sessions of this database that started before it (their pools reconnect), but
+    the rebuilding process's own (``spare``), whose pools are drained."""
+    closed = conn.execute(
+        load_sql("db/close_stale_sessions.sql"), (rebuilt_at, spare or "")
+    ).fetchone()
     if closed and closed[0]:
         log.info("closed %d idle sessions opened before the BM25 rebuild", closed[0])
 
@@ -257,14 +304,26 @@ def _close_stale_sessions(conn: Connection, rebuilt_at: datetime) -> None:
 
 
 class KeywordIndexGuard:
-    """The keyword lane's state for one Database: rebuilt at start, probed on demand."""
+    """The keyword lane's state for one Database: rebuilt at start, probed on demand; who
+    repairs is ``Repairs`` (see the module's docstring), set by :meth:`at_start`."""
 
-    def __init__(self, admin: AdminConnection, *, rebuild_on_restart: bool = True) -> None:
+    def __init__(
+        self,
+        admin: AdminConnection,
+        *,
+        rebuild_on_restart: bool = True,
+        spare: str | None = None,
+        on_rebuilt: Callable[[], None] | None = None,
+    ) -> None:
         self._admin = admin
         self._rebuild_on_restart = rebuild_on_restart
+        self._spare = spare
+        self._on_rebuilt = on_rebuilt
         self._lock = threading.Lock()
         self._probing = threading.Lock()
         self._repair: threading.Thread | None = None
+        self._closed = threading.Event()
+        self.repairs: Repairs = "here"
         self.state = KeywordState()
 
     @property
@@ -272,40 +331,92 @@ class KeywordIndexGuard:
         return self.state.trusted
 
     @contextmanager
-    def _rebuilding(self) -> Iterator[Connection]:
-        """An admin connection holding the advisory lock: one process rebuilds at a time."""
+    def _rebuilding(self, wait_s: float) -> Iterator[Connection | None]:
+        """An admin connection holding the advisory lock (one process rebuilds at a time),
+        or None when another session held it for ``wait_s``: the lock is tried, never
+        waited for, so an outside session holding it cannot hang the caller."""
         with self._admin() as conn:
-            conn.execute("SELECT pg_advisory_lock(%s)", (_LOCK,))
+            deadline = time.monotonic() + wait_s
+            while True:
+                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_LOCK,)).fetchone()
+                if row is not None and row[0]:
+                    break
+                if time.monotonic() >= deadline or self._closed.wait(0.2):
+                    yield None
+                    return
             try:
                 yield conn
             finally:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK,))
 
-    def at_start(self) -> KeywordState:
-        """Rebuild what this server start has not rebuilt yet, probe, repair what fails.
-        Runs before the process opens its pools (and after a revived server)."""
-        with self._rebuilding() as conn:
-            rebuilt: list[str] = []
-            because = None
-            if self._rebuild_on_restart:
-                started = server_started_at(conn)
-                done = rebuilt_for(conn)
-                stale = [i for i, _ in bm25_indexes(conn) if done.get(i) != started]
-                because = "first use since the server started"
-                rebuilt = rebuild(conn, stale, because)
-            probes = probe(conn)
-            failed = [p.index for p in probes if not p.ok]
-            if failed:
-                lost = "; ".join(f"{p.index}: {p.reason}" for p in probes if not p.ok)
-                because = f"probe failed ({lost})"
-                rebuilt += rebuild(conn, failed, because)
-                probes = probe(conn)
+    def at_start(self, repairs: Repairs | None = None) -> KeywordState:
+        """Rebuild what this server start has not rebuilt yet, probe, repair what fails: on
+        this thread (``here``), in a thread while the lane starts untrusted
+        (``background``), or not at all (``report``: probe and say so)."""
+        if repairs is not None:
+            self.repairs = repairs
+        if self.repairs == "background":
+            self._start_repair("first use since the server started", restart=True)
+            return self.state
+        if self.repairs == "report":
+            self._report()
+            return self.state
+        with self._rebuilding(HERE_LOCK_WAIT_S) as conn:
+            if conn is None:  # another process rebuilds right now: probe what is there
+                self._report(busy=True)
+                return self.state
+            probes, rebuilt, because = self._repair_pass(conn, restart=True)
         self._set(probes, rebuilt, because if rebuilt else None)
         return self.state
 
+    def _repair_pass(
+        self, conn: Connection, *, restart: bool
+    ) -> tuple[list[IndexProbe], list[str], str | None]:
+        """Rebuild the indexes stale since the server started (``restart``), probe, rebuild
+        what fails, probe again: the probes, what was rebuilt and why."""
+        rebuilt: list[str] = []
+        because = None
+        spare, on_rebuilt = self._spare, self._on_rebuilt
+        if restart and self._rebuild_on_restart:
+            because = "first use since the server started"
+            stale = stale_indexes(conn)
+            rebuilt = rebuild(conn, stale, because, spare=spare, on_rebuilt=on_rebuilt)
+        probes = probe(conn)
+        failed = [p.index for p in probes if not p.ok]
+        if failed:
+            lost = "; ".join(f"{p.index}: {p.reason}" for p in probes if not p.ok)
+            because = f"probe failed ({lost})"
+            rebuilt += rebuild(conn, failed, because, spare=spare, on_rebuilt=on_rebuilt)
+            probes = probe(conn)
+        return probes, rebuilt, because if rebuilt else None
+
+    def _report(self, *, busy: bool = False) -> None:
+        """Probe without repairing: a stale or failing index leaves the lane untrusted and
+        says who repairs it."""
+        with self._admin() as conn:
+            stale = stale_indexes(conn) if self._rebuild_on_restart else []
+            probes = probe(conn)
+        self._set(probes, [], None)
+        failed = [p for p in probes if not p.ok]
+        if stale or failed:
+            with self._lock:
+                self.state.trusted = False
+            who = (
+                "another process is rebuilding it"
+                if busy
+                else "not repaired from this command: the serving process (elephant serve) "
+                "rebuilds it in the background"
+            )
+            what = "; ".join(
+                [f"{index}: not rebuilt since the database server started" for index in stale]
+                + [f"{p.index}: {p.reason}" for p in failed]
+            )
+            self.state.error = f"{what} ({who})"
+            log.warning("BM25 keyword lane untrusted here: %s", self.state.error)
+
     def check(self, max_age_s: float = 60.0) -> KeywordState:
         """The state, probed again when older than ``max_age_s``; a failed probe marks the
-        lane untrusted and starts a rebuild in the background."""
+        lane untrusted and (unless ``report``) starts a rebuild in the background."""
         checked = self.state.checked_at
         fresh = checked is not None and (datetime.now(UTC) - checked).total_seconds() < max_age_s
         if fresh or self.state.repairing:
@@ -313,6 +424,9 @@ class KeywordIndexGuard:
         if not self._probing.acquire(blocking=False):  # another request probes right now
             return self.state
         try:
+            if self.repairs == "report":
+                self._report()
+                return self.state
             with self._admin() as conn:
                 probes = probe(conn)
         except (psycopg.Error, ElephantError) as exc:
@@ -322,13 +436,20 @@ class KeywordIndexGuard:
             self._probing.release()
         self._set(probes, self.state.rebuilt, self.state.rebuilt_because)
         if not self.state.trusted:
-            self._start_repair([p for p in probes if not p.ok])
+            failed = "; ".join(f"{p.index}: {p.reason}" for p in probes if not p.ok)
+            log.warning("BM25 keyword lane untrusted (%s): search uses the tsvector lane", failed)
+            self._start_repair(f"probe failed ({failed})", restart=False)
         return self.state
 
     def wait_for_repair(self, timeout_s: float = 120.0) -> None:
         thread = self._repair
         if thread is not None:
             thread.join(timeout_s)
+
+    def close(self) -> None:
+        """Stop a background repair waiting for its lock (the process is closing)."""
+        self._closed.set()
+        self.wait_for_repair(10)
 
     def _set(self, probes: list[IndexProbe], rebuilt: list[str], because: str | None) -> None:
         with self._lock:
@@ -341,26 +462,40 @@ class KeywordIndexGuard:
                 repairing=self.state.repairing,
             )
 
-    def _start_repair(self, failed: list[IndexProbe]) -> None:
+    def _start_repair(self, reason: str, *, restart: bool) -> None:
+        """Rebuild and probe in a thread; meanwhile the lane is untrusted (tsvector)."""
         with self._lock:
             if self.state.repairing:
                 return
+            self.state.trusted = False
             self.state.repairing = True
-        reason = "; ".join(f"{p.index}: {p.reason}" for p in failed)
-        log.warning("BM25 keyword lane untrusted (%s): search uses the tsvector lane", reason)
 
         def repair() -> None:
             try:
-                with self._rebuilding() as conn:
-                    indexes = [p.index for p in failed]
-                    rebuilt = rebuild(conn, indexes, f"probe failed ({reason})")
-                    probes = probe(conn)
-                self._set(probes, rebuilt, reason)
-            except (psycopg.Error, ElephantError) as exc:  # a thread: log, never die silently
-                log.error("BM25 rebuild failed: %s", exc)
-                self.state.error = f"rebuild failed: {exc}"
+                self._repair_until_done(reason, restart=restart)
             finally:
                 self.state.repairing = False
 
         self._repair = threading.Thread(target=repair, name="elephant-bm25-repair", daemon=True)
         self._repair.start()
+
+    def _repair_until_done(self, reason: str, *, restart: bool) -> None:
+        """Try the repair pass until it runs: the advisory lock held elsewhere or a table
+        busy past LOCK_TIMEOUT only delay it (BACKGROUND_PAUSE_S, BACKGROUND_ATTEMPTS)."""
+        for _ in range(BACKGROUND_ATTEMPTS):
+            try:
+                with self._rebuilding(BACKGROUND_PAUSE_S) as conn:
+                    if conn is not None:
+                        probes, rebuilt, because = self._repair_pass(conn, restart=restart)
+                        self._set(probes, rebuilt, because)
+                        return
+            except psycopg.errors.LockNotAvailable:
+                log.info("BM25 rebuild waits for its table (%s): trying again", reason)
+            except (psycopg.Error, ElephantError) as exc:  # a thread: log, never die silently
+                log.error("BM25 rebuild failed: %s", exc)
+                self.state.error = f"rebuild failed: {exc}"
+                return
+            if self._closed.wait(BACKGROUND_PAUSE_S):
+                return
+        self.state.error = f"rebuild not done after {BACKGROUND_ATTEMPTS} tries ({reason})"
+        log.error("BM25 %s", self.state.error)

@@ -20,7 +20,9 @@ timeout, time zone), the roles are the logins, and nothing is prepared on the se
 
 from __future__ import annotations
 
+import itertools
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -36,7 +38,7 @@ from app.config import DatabaseSettings, Settings, validate_tenant_id
 from app.db import migrate, sizing
 from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
-from app.db.keyword_index import KeywordIndexGuard
+from app.db.keyword_index import KeywordIndexGuard, Repairs
 from app.db.recovery import RETRY_AFTER_S, Recovery
 from app.db.replicas import Consistency, ReplicaSet, ReplicaState, ReplicaUnavailable
 from app.db.resources import load_sql
@@ -52,6 +54,7 @@ _OPEN_READ = "set_config('transaction_read_only', 'on', true), set_config(%s, %s
 _LOCAL_APP = "set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true)"
 _LOCAL_WORKER = "set_config('TimeZone', 'UTC', true)"
 Connection = psycopg.Connection[tuple[Any, ...]]
+_OPENED = itertools.count(1)  # numbers the Database objects of a process (application_name)
 SQLParams: TypeAlias = Mapping[str, object]  # a statement's named parameters, %(name)s
 
 
@@ -78,8 +81,17 @@ class SchemaInfo:
 
 
 class Database:
-    def __init__(self, settings: Settings) -> None:
+    """``keyword_repairs``: who repairs the BM25 indexes (app/db/keyword_index.py): ``here``
+    (this thread, at open), ``background`` (a serving process: its start never waits on
+    a rebuild) or ``report`` (a CLI command beside a server: never rebuilds an index nor
+    ends another process's session; it repairs only on a server it started itself)."""
+
+    def __init__(self, settings: Settings, *, keyword_repairs: Repairs = "here") -> None:
         self.settings = settings
+        # Every connection of this object says whose it is (pg_stat_activity): a rebuild
+        # elsewhere spares none of them, a rebuild here drains its own pools instead.
+        self.application_name = f"elephant {os.getpid()}.{next(_OPENED)}"
+        self.keyword_repairs: Repairs = keyword_repairs
         self.embedded: EmbeddedPostgres | None = None
         self.capabilities: Capabilities | None = None
         self._pool: ConnectionPool[Connection] | None = None
@@ -88,7 +100,10 @@ class Database:
         self._known_tenants: set[str] = set()
         self.recovery = Recovery(self._probe, self._revive, self._back)
         self.keyword = KeywordIndexGuard(
-            self._admin_connection, rebuild_on_restart=settings.search.bm25_rebuild_on_restart
+            self._admin_connection,
+            rebuild_on_restart=settings.search.bm25_rebuild_on_restart,
+            spare=self.application_name,
+            on_rebuilt=self._drain_pools,
         )
         self._lock = threading.Lock()
         self.pooled = settings.database.transaction_pooled
@@ -140,8 +155,8 @@ class Database:
         with self.admin_connection() as conn:
             self.capabilities = detect(conn)
         self._check_logins()
-        if self.capabilities.textsearch:
-            self.keyword.at_start()  # before this process opens a pool (see keyword_index)
+        if self.capabilities.textsearch:  # "here": before this process opens a pool
+            self.keyword.at_start(self._repairs_here())
         self._pool = self._open_pool(
             self.app_conninfo(),
             self._configure_connection,
@@ -154,6 +169,19 @@ class Database:
                 self.settings.database,
                 self._configure_replica_connection,
             )
+
+    def _repairs_here(self) -> Repairs:
+        """``report`` becomes ``here`` for a process that started the embedded server
+        itself: nobody else uses it, so nobody else would repair it."""
+        alone = self.embedded is not None and not self.embedded.adopted
+        return "here" if self.keyword_repairs == "report" and alone else self.keyword_repairs
+
+    def _drain_pools(self) -> None:
+        """After a BM25 rebuild by this process: replace its pooled connections (those in
+        use once returned), which may hold pg_textsearch's pre-rebuild state."""
+        for pool in (self._pool, self._worker_pool):
+            if pool is not None:
+                pool.drain()
 
     def _open_pool(
         self,
@@ -168,7 +196,10 @@ class Database:
             min_size=sizes[0],
             max_size=sizes[1],
             timeout=timeout,
-            kwargs=dict(connect_kwargs(self.settings.database)),
+            kwargs={
+                **connect_kwargs(self.settings.database),
+                "application_name": self.application_name,
+            },
             configure=configure,
             check=ConnectionPool.check_connection,
             open=False,
@@ -178,6 +209,7 @@ class Database:
         return pool
 
     def close(self) -> None:
+        self.keyword.close()
         self.recovery.close()
         if self._replicas is not None:
             self._replicas.close()
@@ -242,6 +274,7 @@ class Database:
                 self.admin_conninfo(),
                 autocommit=True,
                 connect_timeout=int(self.settings.database.connect_timeout_s),
+                application_name=self.application_name,
             )
         except psycopg.OperationalError as exc:
             self.recovery.failed()
@@ -320,7 +353,7 @@ class Database:
 
     def _back(self, restarted: bool) -> None:
         if restarted and self.capabilities is not None and self.capabilities.textsearch:
-            self.keyword.at_start()  # a new server start: the BM25 indexes are rebuilt
+            self.keyword.at_start()  # a new server start: rebuilt as this process repairs
         for pool in (self._pool, self._worker_pool):
             if pool is not None:
                 pool.check()  # drop the broken connections, open new ones

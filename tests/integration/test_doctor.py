@@ -108,9 +108,26 @@ def test_cli_doctor_prints_every_check(settings: Settings, db: Database) -> None
         "ELEPHANT_DATA_DIR": str(settings.data_dir),
         "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
     }
-    result = CliRunner().invoke(main, ["doctor"], env=env)
+    result = CliRunner().invoke(main, ["doctor", "--database-only"], env=env)
     assert result.exit_code == 0, result.output
     assert "ok    schema: at " in result.output and result.output.strip().endswith("status: ok")
+    assert "api:" not in result.output
+
+
+def test_cli_doctor_fails_when_no_server_runs(settings: Settings, db: Database) -> None:
+    """The doctor's exit code says whether the service is healthy: with no `elephant serve`
+    for the data dir the API is down, whatever the database says."""
+    env = {
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+    }
+    result = CliRunner().invoke(main, ["doctor"], env=env)
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[0].startswith("FAIL  api: not running: no elephant serve on the data dir")
+    assert "--database-only" in lines[0]
+    assert "ok    schema: at " in result.output  # the database is still checked
+    assert lines[-1] == "status: fail"
 
 
 def test_a_graph_table_without_row_level_security_fails(elephant: Elephant, db: Database) -> None:

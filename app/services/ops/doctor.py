@@ -16,6 +16,7 @@ from typing import Literal
 import psycopg
 from msgspec import UnsetType
 
+from app.config import Settings
 from app.db import tenant_indexes
 from app.db.capabilities import NOT_WANTED
 from app.db.resources import load_sql
@@ -45,6 +46,43 @@ class Diagnosis:
     checks: list[Check]
 
 
+def worst(levels: list[Level]) -> Level:
+    """The worst of some levels: fail over warn over ok."""
+    return "fail" if "fail" in levels else "warn" if "warn" in levels else "ok"
+
+
+def check_api(settings: Settings) -> Check:
+    """Is the API of this data dir up: does the ``elephant serve`` its server.json names
+    answer /health with a reachable database? Asked before the doctor opens the database
+    itself (which starts a stopped embedded server), so it reads the API's own state.
+    No server at all fails too: the doctor's exit code says whether the service is
+    healthy (``elephant doctor --database-only`` checks the database alone)."""
+    link = server_link.running(settings)
+    if link is None:
+        return Check(
+            "api", "fail", f"not running: no elephant serve on the data dir {settings.data_dir} "
+            "(start it: elephant serve; or check the database alone: elephant doctor "
+            "--database-only)",
+        )  # fmt: skip
+    where = f"{link.url} (pid {link.pid})"
+    try:
+        status, answer = server_link.health(link)
+    except OSError as exc:
+        return Check("api", "fail", f"down: {where} does not answer /health: {exc}")
+    report = answer if isinstance(answer, dict) else {}
+    state = report.get("status")
+    if status != 200 or state not in ("ok", "degraded"):
+        database = report.get("database")
+        why = database.get("error") if isinstance(database, dict) else None
+        return Check(
+            "api", "fail", f"down: {where} answers /health with {status} ({state or 'no status'})"
+            + (f": {why}" if why else ""),
+        )  # fmt: skip
+    if state == "degraded":
+        return Check("api", "warn", f"{where} answers /health: degraded (see GET /health)")
+    return Check("api", "ok", f"{where} answers /health: ok")
+
+
 def diagnose(elephant: Elephant) -> Diagnosis:
     checks = [
         *_database(elephant),
@@ -57,11 +95,7 @@ def diagnose(elephant: Elephant) -> Diagnosis:
         _maintenance(elephant),
         _tenant_vectors(elephant),
     ]
-    worst: Level = "ok"
-    for check in checks:
-        if check.level == "fail" or (check.level == "warn" and worst == "ok"):
-            worst = check.level
-    return Diagnosis(status=worst, checks=checks)
+    return Diagnosis(status=worst([check.level for check in checks]), checks=checks)
 
 
 def _database(elephant: Elephant) -> list[Check]:

@@ -10,6 +10,12 @@ that process is alive, serves the same database and model, and accepts a connect
 within ``CONNECT_TIMEOUT_S``, sends its request there; otherwise (no file, a stale one,
 another database, connection refused) it works in-process and loads the model itself.
 
+One server per data dir: ``claim`` takes ``<data_dir>/serve.lock`` (an advisory file
+lock the kernel drops when the process dies, however it dies) and checks the port before
+``elephant serve`` loads a model or opens the database. A second server stops at once
+with a message naming the first (pid, URL) and ``--port``, and touches none of the first
+one's files (server.json, the embedded server's holders).
+
 The token grants nothing new: whoever can read data_dir can read the database files
 and reach the embedded server's socket anyway. The server accepts it only from a
 loopback peer, compared in constant time, as a principal with the read and write
@@ -20,6 +26,8 @@ Light on purpose: the CLI imports this before anything heavy.
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import hmac
 import http.client
@@ -32,9 +40,9 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, TypeAlias
 
-from app.errors import ElephantError
+from app.errors import Conflict, ElephantError
 from app.protocol import TENANT_HEADER
 
 if TYPE_CHECKING:
@@ -44,6 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LINK_FILE = "server.json"
+LOCK_FILE = "serve.lock"  # held by the one elephant serve of a data dir while it runs
 TOKEN_PREFIX = "elephant-link-"  # noqa: S105 - a prefix, not a secret
 # A live server on loopback accepts at once; past this the CLI stops waiting and works
 # in-process. Answering may take longer (the server's first query waits for its model).
@@ -156,6 +165,117 @@ def find(settings: Settings) -> Link | None:
     except psutil.Error:
         return None  # stale: the server died without removing its file
     return link if abs(created - link.created) < 1.0 else None
+
+
+def running(settings: Settings) -> Link | None:
+    """The server that published this data dir's link file if its process lives, whatever
+    database or model it serves (one server per data dir)."""
+    link = _read(_path(settings))
+    if link is None:
+        return None
+    import psutil
+
+    try:
+        created = psutil.Process(link.pid).create_time()
+    except psutil.Error:
+        return None
+    return link if abs(created - link.created) < 1.0 else None
+
+
+@dataclass
+class Claim:
+    """This process's hold on its data dir as its one server: the open, locked file."""
+
+    handle: IO[str]
+
+    def release(self) -> None:
+        self.handle.close()  # closing drops the lock (so does the process's death)
+
+
+def claim(settings: Settings, bind: str, port: int) -> Claim:
+    """Hold ``<data_dir>/serve.lock`` and check that ``bind:port`` is free, or raise
+    Conflict naming who has them. Cheap on purpose: ``elephant serve`` calls it first."""
+    root = settings.data_dir.expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    handle = (root / LOCK_FILE).open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "?"
+        handle.close()
+        raise Conflict(_data_dir_taken(settings, holder)) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    taken = _port_taken(bind, port)
+    if taken is not None:
+        handle.close()
+        raise Conflict(f"port {port} on {bind} is in use ({taken}): elephant serve stops here. "
+                       "Choose a free port with --port (or server.port)")  # fmt: skip
+    return Claim(handle)
+
+
+def _data_dir_taken(settings: Settings, holder: str) -> str:
+    link = running(settings)
+    where = f"pid {link.pid}, {link.url}" if link else f"pid {holder}, still starting"
+    return (
+        f"another elephant serve runs on the data dir {settings.data_dir} ({where}): one "
+        "server per data dir, so this one stops here. Use that server, stop it first, or "
+        "serve another data dir (ELEPHANT_DATA_DIR) on another port (--port)"
+    )
+
+
+def _port_taken(bind: str, port: int) -> str | None:
+    """Why ``bind:port`` cannot be listened on (who holds it, when known), or None."""
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((bind.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return None  # uvicorn reports other bind errors itself
+        else:
+            return None
+    return _listener(port) or "by another program"
+
+
+def _listener(port: int) -> str | None:
+    """The process listening on ``port``, when this user may see it."""
+    import psutil
+
+    try:
+        for conn in psutil.net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                if conn.pid is None:
+                    return None
+                name = " ".join(psutil.Process(conn.pid).cmdline()[:3])
+                return f"by pid {conn.pid}: {name}"
+    except psutil.Error:
+        return None
+    return None
+
+
+def health(link: Link, timeout_s: float = 5.0) -> tuple[int, Any]:
+    """GET /health of a running server: its status code and JSON answer. OSError when it
+    does not answer (refused, timed out)."""
+    parts = urllib.parse.urlsplit(link.url)
+    assert parts.hostname is not None and parts.port is not None
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout_s)
+    try:
+        connection.request("GET", "/health", headers={"Accept": "application/json"})
+        response = connection.getresponse()
+        status, text = response.status, response.read()
+    except http.client.HTTPException as exc:
+        raise OSError(str(exc)) from None
+    finally:
+        connection.close()
+    try:
+        return status, json.loads(text) if text else None
+    except ValueError:
+        return status, None
 
 
 def call(
