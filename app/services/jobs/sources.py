@@ -37,12 +37,14 @@ def hold_tenant(conn: Connection, tenant: str) -> None:
         raise SourceGone(TENANT_ERASED)
 
 
-def hold_notes(conn: Connection, tenant: str, memory_ids: Sequence[str]) -> set[str]:
-    """The notes among ``memory_ids`` still current, locked FOR SHARE until the
-    transaction ends (sql/jobs/hold_notes.sql)."""
-    rows = conn.execute(
-        load_sql("jobs/hold_notes.sql"), {"tenant": tenant, "memories": list(memory_ids)}
-    ).fetchall()
+def hold_notes(
+    conn: Connection, tenant: str, memory_ids: Sequence[str], *, current: bool = True
+) -> set[str]:
+    """The notes among ``memory_ids`` still there (and, with ``current``, not replaced or
+    deleted as store items), locked FOR SHARE until the transaction ends
+    (sql/jobs/hold_notes.sql)."""
+    params = {"tenant": tenant, "memories": list(memory_ids), "current": current}
+    rows = conn.execute(load_sql("jobs/hold_notes.sql"), params).fetchall()
     return {str(row[0]) for row in rows}
 
 

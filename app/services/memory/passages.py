@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.providers.embedder import Vectors
+from app.services.jobs import sources
 from app.services.memory.windows import WindowTurn, render_turn
 
 _WORD_RE = re.compile(r"\S+")
@@ -149,7 +150,9 @@ def backfill(
     limit: int = 500,
 ) -> Backfilled:
     """Passages for up to ``limit`` turns and ``limit`` long notes stored without them
-    (the embedder was down, or they were stored before passages existed)."""
+    (the embedder was down, or they were stored before passages existed). Embedded
+    first, then written under the locks of app/services/jobs/sources.py to the turns and
+    notes still there: an erasure or a sweep meanwhile leaves no passage behind."""
     rows = conn.execute(
         load_sql("memory/turns_without_passages.sql"), {"tenant": tenant, "limit": limit}
     ).fetchall()
@@ -157,17 +160,20 @@ def backfill(
     for conversation_id, seq, speaker, text, when in rows:
         turn = WindowTurn(int(seq), str(speaker), str(text), when, None)
         by_conversation.setdefault(str(conversation_id), []).extend(turn_passages([turn], words))
-    written = 0
-    for conversation_id, parts in by_conversation.items():
-        vectors = embed([p.text for p in parts])
-        store_turn_passages(conn, tenant, conversation_id, parts, vectors)
-        written += len(parts)
     notes = conn.execute(
         load_sql("memory/notes_without_passages.sql"),
         {"tenant": tenant, "words": words, "limit": limit},
     ).fetchall()
-    for memory_id, text in notes:
-        parts = note_passages(str(text), words)
-        store_note_passages(conn, tenant, str(memory_id), parts, embed([p.text for p in parts]))
+    of_notes = {str(memory_id): note_passages(str(text), words) for memory_id, text in notes}
+    embedded = {key: embed([p.text for p in parts]) for key, parts in by_conversation.items()}
+    note_vectors = {key: embed([p.text for p in parts]) for key, parts in of_notes.items()}
+    # written under locks, to what is still there (a turn's passages find their turn)
+    sources.hold_tenant(conn, tenant)
+    written = 0
+    for conversation_id, parts in by_conversation.items():
+        store_turn_passages(conn, tenant, conversation_id, parts, embedded[conversation_id])
         written += len(parts)
+    for memory_id in sources.hold_notes(conn, tenant, list(of_notes), current=False):
+        store_note_passages(conn, tenant, memory_id, of_notes[memory_id], note_vectors[memory_id])
+        written += len(of_notes[memory_id])
     return Backfilled(written, len(rows) == limit or len(notes) == limit)
