@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -225,3 +226,80 @@ def test_statistics_that_kept_only_the_count_are_treated_as_lost() -> None:
     healthy = summary.replace("total_len: 0", "total_len: 1474")
     assert documents_counted(healthy) == 201
     assert documents_counted("no statistics here") is None
+
+
+def _server_started_record(db: Database) -> list[tuple[object, ...]]:
+    with db.admin_connection() as conn:
+        return conn.execute("SELECT index_name FROM keyword_index_repairs").fetchall()
+
+
+def _sessions_of(db: Database) -> set[int]:
+    with db.admin_connection() as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s AND pid <> "
+            "pg_backend_pid()",
+            (db.application_name,),
+        ).fetchall()
+    return {int(pid) for (pid,) in rows}
+
+
+def test_a_serving_start_never_waits_for_the_rebuild_lock(root: Path) -> None:
+    """An outside session holding the rebuild's advisory lock delays the rebuild, never the
+    start: the lane starts untrusted (tsvector) and is rebuilt once the lock is free."""
+    db = open_db(root)
+    write_rows(db, 0, BATCH)
+    db.close()
+    server = EmbeddedPostgres(root / "embedded")
+    server.start()  # a new server start: every index needs its rebuild
+    try:
+        with psycopg.connect(server.conninfo(dbname="elephant"), autocommit=True) as outside:
+            outside.execute("SELECT pg_advisory_lock(%s)", (0x454C4B57,))
+            settings = Settings.model_validate({"data_dir": str(root)})
+            serving = Database(settings, keyword_repairs="background")
+            started = time.monotonic()
+            serving.open()
+            took = time.monotonic() - started
+            try:
+                state = serving.keyword.state
+                assert took < 15, f"the start waited {took:.1f} s"
+                assert not state.trusted and state.repairing
+                assert health(serving).status == "degraded"  # answers, on the tsvector lane
+                time.sleep(1)
+                assert serving.keyword.state.repairing  # still waiting for the lock
+                outside.execute("SELECT pg_advisory_unlock(%s)", (0x454C4B57,))
+                serving.keyword.wait_for_repair()
+                state = serving.keyword.state
+                assert state.trusted and "memories_text_bm25" in state.rebuilt, state
+                assert missing_rows(serving, BATCH) == []
+            finally:
+                serving.close()
+    finally:
+        server.release()
+
+
+def test_a_command_beside_a_server_reports_and_never_repairs(root: Path) -> None:
+    """A CLI command's Database (``report``) on a server another process started: a stale
+    index is reported, not rebuilt, and the other process's sessions live on."""
+    owner = open_db(root)
+    try:
+        write_rows(owner, 0, BATCH)
+        with owner.admin_connection() as conn:
+            conn.execute("DELETE FROM keyword_index_repairs")
+        before = _sessions_of(owner)
+        assert before, "the owner's pool sessions carry its application_name"
+        command = Database(
+            Settings.model_validate({"data_dir": str(root)}), keyword_repairs="report"
+        )
+        command.open()
+        try:
+            state = command.keyword.state
+            assert command.embedded is not None and command.embedded.adopted
+            assert not state.trusted and not state.repairing
+            assert "elephant serve" in (state.error or ""), state
+            assert command.keyword.check(max_age_s=0).repairing is False
+            assert _server_started_record(command) == []  # nothing rebuilt
+        finally:
+            command.close()
+        assert before <= _sessions_of(owner), "the owner's sessions were ended"
+    finally:
+        owner.close()
