@@ -177,16 +177,18 @@ def _tenant_row(conn: Connection, tenant: str) -> Iterator[str]:
 
 
 def _rows(conn: Connection, table: Table, tenant: str, vectors: bool) -> Iterator[str]:
-    """Each row as its line, built by Postgres, in the table's physical order: an import
-    writes them in this order, so rows that tie in a search (equal scores are left in
-    the order the scan meets them) tie the same way in the copy."""
+    """Each row as its line, built by Postgres, in its primary key's order: an import
+    writes them in this order and keeps it in the ids it gives, so the copy exports in
+    the same order (the physical order moves as rows are updated)."""
     dropped = ["tenant_id"] + [
         c.name
         for c in table.columns
         if c.generated or (c.vector and (not vectors or c.name != VECTOR_COLUMN))
     ]
+    key = [name for name in table.primary_key if name != "tenant_id"] or ["ctid"]
     statement = sql.SQL(fragment("transfer/export_rows.sql")).format(
-        table=sql.Identifier(table.name)
+        table=sql.Identifier(table.name),
+        order=sql.SQL(", ").join(sql.Identifier("t", name) for name in key),
     )
     with conn.cursor(name=f"elephant_export_{table.name}") as cursor:
         cursor.itersize = FETCH

@@ -365,11 +365,13 @@ def _keys(conn: Connection, section: str) -> set[str]:
 
 
 def _map_ids(conn: Connection, tables: Catalog) -> None:
-    """With new_ids: a new uuid for every uuid primary key in the file."""
+    """With new_ids: a new uuid for every uuid primary key in the file, in the order of
+    the old ones (search breaks ties by id: the copy then ranks as the original)."""
     conn.execute(_statement("ids_table"))
     for table in tables.tables.values():
         if table.uuid_key is not None:
             conn.execute(_statement("ids"), (table.uuid_key, table.name))
+    conn.execute(_statement("ids_ordered"))
 
 
 # ------------------------------------------------------------------ rows

@@ -1,0 +1,257 @@
+"""Export and import are exact inverses on LoCoMo (issue 39).
+
+    .venv/bin/python benchmarks/transfer_roundtrip.py [--locomo ../shared/datasets/locomo10.json]
+        [--limit N] [--data-dir DIR] [--out benchmarks/results/transfer_roundtrip.json] [--smoke]
+
+One tenant holds the LoCoMo conversations (the first ``--limit``, default all ten),
+committed through the write path as the other LoCoMo benchmarks ingest them (the offline
+extractor, jobs drained), then store items with history (keys put three times, some
+deleted), a curated graph (entities, relations, observations, one relation closed), a
+handoff, feedback and the use searches record. Then:
+
+1. 60 LoCoMo questions are searched and their result lists recorded;
+2. the tenant is exported (with vectors), imported with the same ids into an empty
+   database (a second embedded server), and with ``--new-ids`` into another tenant of
+   the same database;
+3. each copy is exported again and compared with the first file row by row up to ids and
+   times (tests/transfer_support.py), and the 60 searches are run on each copy: their
+   lists (kind, id mapped through the files, score to 6 decimals) must be identical.
+   Scores are compared with the tsvector keyword lane, whose scores depend on each row
+   alone; BM25 (pg_textsearch) scores by database-wide statistics that count every row
+   version its index has seen, so the same lists are also reported with BM25 as they are.
+
+Prints the counts and times; writes JSON. ``--smoke``: two sessions of one conversation
+(a synthetic LoCoMo-shaped sample when the dataset is absent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from app.config import Settings
+from app.services.graph import operations as graph
+from app.services.graph.models import RecordIn, RelationRef
+from app.services.jobs.runner import drain
+from app.services.memory import ingest as ingest_service
+from app.services.memory.feedback import FeedbackIn, give_feedback
+from app.services.memory.sessions import SessionCloseIn, close_session
+from app.services.retrieval.schemas import SearchRequest
+from app.services.retrieval.search import search
+from app.services.runtime import Elephant
+from app.services.store.items import ItemIn, ItemRef, delete_item, put_item
+from app.services.transfer import catalog
+from app.services.transfer.export import export_to_path
+from app.services.transfer.importer import import_tenant
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/, tests/
+
+from benchmarks.locomo import DEFAULT_DATASET, SCORED, read_dataset, write_result
+from tests.transfer_support import Normalised, difference, normalise
+
+TENANT = "locomo"
+COPY = "locomo-copy"
+SEARCHES = 60
+STORE_KEYS = 12  # each put three times; every fourth then deleted
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--locomo", "--dataset", dest="dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--limit", type=int, default=None, help="Only the first N conversations.")
+    parser.add_argument("--data-dir", type=Path, default=None, help="Keep the databases here.")
+    parser.add_argument(
+        "--out", type=Path, default=Path("benchmarks/results/transfer_roundtrip.json")
+    )
+    parser.add_argument("--smoke", action="store_true", help="two sessions, in a minute")
+    return parser.parse_args()
+
+
+def open_runtime(data_dir: Path) -> Elephant:
+    settings = Settings.model_validate({"data_dir": str(data_dir), "log": {"level": "WARNING"}})
+    return Elephant.open(settings, use_llm_from_settings=False)
+
+
+def with_engine(elephant: Elephant, engine: str) -> Elephant:
+    """The same runtime searching keywords with ``engine`` (tsvector or bm25)."""
+    search_settings = elephant.settings.search.model_copy(update={"keyword_engine": engine})
+    settings = elephant.settings.model_copy(update={"search": search_settings})
+    return Elephant(settings=settings, db=elephant.db, embedder=elephant.embedder, llm=None)
+
+
+def fill(
+    elephant: Elephant, items: list[ingest_service.Item], speakers: list[str]
+) -> dict[str, Any]:
+    """The conversations, then every other kind of row a tenant owns."""
+    started = time.perf_counter()
+    ingest_service.ingest(elephant, [ingest_service.Item(TENANT, i.payload) for i in items])
+    jobs = drain(elephant)
+    for n in range(STORE_KEYS):
+        for version in range(3):
+            value = {"topic": f"plan {n}", "version": version, "owner": speakers[n % len(speakers)]}
+            item = ItemIn(namespace=["bench", f"user{n % 3}"], key=f"k{n}", value=value)
+            put_item(elephant, TENANT, item, wait=True)
+        if n % 4 == 3:
+            delete_item(elephant, TENANT, ItemRef(namespace=["bench", f"user{n % 3}"], key=f"k{n}"))
+    a, b = speakers[0], speakers[-1]
+    graph.record(
+        elephant,
+        TENANT,
+        RecordIn.model_validate(
+            {
+                "entities": [
+                    {"name": a, "entity_type": "person", "observations": [f"{a} paints"]},
+                    {"name": b, "entity_type": "person", "observations": [f"{b} runs"]},
+                    {"name": "Support Group", "entity_type": "organization"},
+                    {"name": "Lake Town", "entity_type": "place"},
+                ],
+                "relations": [
+                    {"source": a, "relation_type": "knows", "target": b},
+                    {"source": a, "relation_type": "member_of", "target": "Support Group"},
+                    {"source": b, "relation_type": "lives_in", "target": "Lake Town"},
+                ],
+            }
+        ),
+    )
+    graph.invalidate_relations(
+        elephant, TENANT, [RelationRef(source=b, relation_type="lives_in", target="Lake Town")]
+    )
+    transcript = f"{a}: We decided to meet every Friday.\n{b}: Next I will book the room."
+    close_session(elephant, TENANT, SessionCloseIn(project="bench", transcript=transcript))
+    with elephant.db.tenant(TENANT) as conn:
+        notes = conn.execute(
+            "SELECT id FROM memories WHERE superseded_at IS NULL ORDER BY id LIMIT 3"
+        ).fetchall()
+    for (memory_id,) in notes:
+        give_feedback(elephant, TENANT, FeedbackIn(memory_id=memory_id, helpful=True))
+    drain(elephant)
+    return {"seconds": round(time.perf_counter() - started, 1), "jobs_drained": jobs}
+
+
+Lists = list[list[tuple[str, str, float]]]
+
+
+def searches(elephant: Elephant, tenant: str, questions: list[str], file: Normalised) -> Lists:
+    """Each question's hits: kind, the label of its id in ``file``, score (6 decimals)."""
+    found = []
+    for question in questions:
+        request = SearchRequest(query=question, limit=10)
+        hits = search(elephant, tenant, request, record_access=False).hits
+        found.append([(h.kind, file.label(h.id), round(h.score, 6)) for h in hits])
+    return found
+
+
+def exported(elephant: Elephant, tenant: str, path: Path) -> tuple[Normalised, dict[str, Any]]:
+    report = export_to_path(elephant, tenant, path)
+    with elephant.db.tenant(tenant) as conn:
+        tables = catalog.read(conn)
+    with path.open(encoding="utf-8") as handle:
+        values = [json.loads(line) for line in handle]
+    info = {"rows": sum(report.counts.values()), "bytes": report.bytes, "seconds": report.seconds}
+    return normalise(values, tables), info
+
+
+def compare(first: Normalised, second: Normalised) -> dict[str, Any]:
+    differing = [
+        (number, difference(a, b))
+        for number, (a, b) in enumerate(zip(first.lines, second.lines, strict=False), start=1)
+        if a != b
+    ]
+    return {
+        "lines": len(second.lines),
+        "same_length": len(first.lines) == len(second.lines),
+        "differing_lines": len(differing),
+        "first_differences": [str(d)[:400] for d in differing[:5]],
+    }
+
+
+def same_lists(before: Lists, after: Lists) -> int:
+    return sum(1 for a, b in zip(before, after, strict=True) if a == b)
+
+
+def main() -> None:
+    args = parse()
+    data = read_dataset(args.dataset, args.limit, args.smoke)
+    items = data.items
+    questions = [q.question for q in data.questions if q.category in SCORED][:SEARCHES]
+    speakers = sorted({t.speaker for i in items for t in getattr(i.payload, "turns", [])}) or [
+        "Alice",
+        "Bob",
+    ]
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        root = args.data_dir or Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="elephant-transfer-"))
+        )
+        elephant = open_runtime(root / "source")
+        stack.callback(elephant.close)
+        filled = fill(elephant, items, speakers)
+        print(f"{len(data.tenants)} conversations and the rest committed ({filled['seconds']} s)")
+        for question in questions:  # the use searches record: access statistics
+            search(elephant, TENANT, SearchRequest(query=question, limit=10))
+        elephant.access.flush()
+        first, first_info = exported(elephant, TENANT, root / "first.jsonl")
+        counts = first.lines[0]["counts"]
+        print(f"exported {first_info['rows']} rows, {first_info['bytes']:,} bytes")
+        engines = ("tsvector", "bm25")
+        before = {e: searches(with_engine(elephant, e), TENANT, questions, first) for e in engines}
+
+        empty = open_runtime(root / "empty")
+        stack.callback(empty.close)
+        t0 = time.perf_counter()
+        import_tenant(empty, root / "first.jsonl")
+        same_ids_import = round(time.perf_counter() - t0, 2)
+        t0 = time.perf_counter()
+        import_tenant(elephant, root / "first.jsonl", COPY, new_ids=True)
+        new_ids_import = round(time.perf_counter() - t0, 2)
+        modes: dict[str, Any] = {}
+        for mode, there, tenant, seconds in (
+            ("same_ids_empty_database", empty, TENANT, same_ids_import),
+            ("new_ids_same_database", elephant, COPY, new_ids_import),
+        ):
+            second, second_info = exported(there, tenant, root / f"{mode}.jsonl")
+            after = {e: searches(with_engine(there, e), tenant, questions, second) for e in engines}
+            # BM25 against the source searched now, beside the copy (statistics move with
+            # every row the database's index has seen: the copy's rows count too)
+            now = searches(with_engine(elephant, "bm25"), TENANT, questions, first)
+            modes[mode] = {
+                "import_seconds": seconds,
+                "export_again": second_info,
+                "file": compare(first, second),
+                "identical_search_lists": {e: same_lists(before[e], after[e]) for e in engines},
+                "identical_bm25_lists_with_the_source_now": same_lists(now, after["bm25"]),
+            }
+            row = modes[mode]
+            print(
+                f"{mode}: import {seconds} s; export again {row['file']['lines']} lines, "
+                f"{row['file']['differing_lines']} differing; identical search lists "
+                f"tsvector {row['identical_search_lists']['tsvector']}/{len(questions)}, "
+                f"bm25 {row['identical_search_lists']['bm25']}/{len(questions)} (with the source "
+                f"now {row['identical_bm25_lists_with_the_source_now']})"
+            )
+    result = {
+        "smoke": args.smoke,
+        "dataset": data.source,
+        "conversations": len(data.tenants),
+        "sessions": len(items),
+        "counts": counts,
+        "fill": filled,
+        "export": first_info,
+        "searches": len(questions),
+        "modes": modes,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    write_result(args.out, result)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
