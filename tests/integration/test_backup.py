@@ -25,7 +25,8 @@ from app.cli import main
 from app.config import Settings
 from app.db import Database, tenant_indexes
 from app.db.embedded import EmbeddedPostgres
-from app.errors import Conflict, InvalidInput
+from app.db.resources import load_sql
+from app.errors import Conflict, Forbidden, InvalidInput
 from app.providers.embedder import Embedder
 from app.services.access import analysts
 from app.services.access.analysts import AnalystIn
@@ -111,7 +112,7 @@ Client = TestClient  # type: ignore[type-arg]
 class Source:
     keys: dict[str, str]  # tenant -> a read/write key of that tenant only
     analyst_role: str
-    lists: list[list[tuple[str, float]]]  # the 60 search lists, (id, score) each
+    lists: Listed  # the 60 search lists
 
 
 @dataclass(frozen=True)
@@ -132,13 +133,21 @@ def call(client: Client, method: str, path: str, tenant: str, body: Any = None) 
     return response.json()
 
 
-def search_lists(elephant: Elephant) -> list[list[tuple[str, float]]]:
+Listed = list[list[tuple[str, float, Any]]]  # per search: (id, score, graph-lane rank)
+
+
+def search_lists(elephant: Elephant) -> Listed:
     found = []
     for tenant in (A, B):
         for query in QUERIES:
             request = SearchRequest(query=query, limit=10)
             hits = search(elephant, tenant, request, record_access=False).hits
-            found.append([(str(hit.id), round(hit.score, 6)) for hit in hits])
+            found.append(
+                [
+                    (str(hit.id), round(hit.score, 6), getattr(hit.ranks, "graph", None))
+                    for hit in hits
+                ]
+            )
     return found
 
 
@@ -238,9 +247,11 @@ def test_sixty_search_lists_are_identical(source: Source, restored: Restored) ->
     differ = [
         (QUERIES[n % 30], before, now)
         for n, (before, now) in enumerate(zip(source.lists, after, strict=True))
-        if [hit for hit, _ in before] != [hit for hit, _ in now]
+        if [(hit, graph) for hit, _, graph in before] != [(hit, graph) for hit, _, graph in now]
     ]
     assert not differ, f"{len(differ)} of 60 lists differ: {differ[:2]}"
+    by_graph = sum(1 for hits in after for _, _, graph in hits if graph is not None)
+    assert by_graph > 0, "no hit came through the graph lane: the restored graph is not searched"
 
 
 def test_keys_still_authenticate_and_stay_in_their_tenant(
@@ -403,3 +414,33 @@ def test_the_cli_backs_up_and_restores_into_an_external_database(
     assert 'mismatched": {}' in done.output
     again = runner.invoke(main, ["restore", str(path)], env={**os.environ, **external})
     assert again.exit_code == 1 and "not empty" in again.output
+
+
+def test_backup_and_restore_refuse_a_role_that_row_level_security_would_filter(
+    restored: Restored,
+) -> None:
+    """External mode, as a plain login (no superuser, no BYPASSRLS): the backup would
+    miss other tenants' rows and the restore could not write them; both refuse, and the
+    target database stays empty."""
+    assert restored.db.embedded is not None
+    server = restored.db.embedded
+    with psycopg.connect(server.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE ROLE bk_plain LOGIN")
+        conn.execute("CREATE DATABASE by_plain OWNER bk_plain")
+    host = f"host={server.socket_dir}&port={server.port}"
+    as_plain = make_settings(
+        restored.settings.data_dir / "plain",
+        database={"url": f"postgresql://bk_plain@/by_plain?{host}"},
+    )
+    with pytest.raises(Forbidden, match="BYPASSRLS"):
+        restore(as_plain, restored.path)
+    source = make_settings(
+        restored.settings.data_dir / "plain",
+        database={"url": f"postgresql://bk_plain@/{restored.settings.embedded.database}?{host}"},
+    )
+    with pytest.raises(Forbidden, match="BYPASSRLS"):
+        backup(source, restored.path.with_name("never.backup"))
+    assert not restored.path.with_name("never.backup").exists()
+    with psycopg.connect(server.conninfo(dbname="by_plain"), autocommit=True) as conn:
+        row = conn.execute(load_sql("backup/occupied.sql")).fetchone()
+    assert row == (0, [])
