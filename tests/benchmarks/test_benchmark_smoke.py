@@ -393,3 +393,16 @@ def test_peers_benchmark_smoke(tmp_path: Path) -> None:
     assert report["windows"] == {"size": 5, "stride": 2, "count": report["windows"]["count"]}
     assert "highest recall@10" in report["targets"]
     assert "unavailable" in result.stdout
+
+
+@pytest.mark.heavy_smoke
+def test_transfer_roundtrip_benchmark_smoke(tmp_path: Path) -> None:
+    """Export -> import (same ids into an empty database, new ids beside) -> export."""
+    result, report = run_smoke("transfer_roundtrip", tmp_path, 300)
+    assert report["conversations"] == 1 and report["export"]["rows"] > 0
+    for mode in ("same_ids_empty_database", "new_ids_same_database"):
+        measured = report["modes"][mode]
+        assert measured["file"]["same_length"] and measured["file"]["differing_lines"] == 0
+        assert measured["identical_search_lists"]["tsvector"] == report["searches"] > 0
+        assert number(measured["import_seconds"]) > 0
+    assert "identical search lists" in result.stdout

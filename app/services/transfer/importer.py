@@ -10,12 +10,17 @@
    tenant must hold nothing yet; the rows are copied (COPY) into a temporary table
    and inserted table by table, parents first, by set-based ``INSERT ... SELECT`` from
    ``jsonb_populate_record``: columns as this database has them (one the file lacks
-   takes its default; one this database lacks is an error naming it). A failure rolls
+   takes its default; one this database lacks is an error naming it). Before any row is
+   written, every reference in the file must name a row of the file (``references``):
+   the tenant is empty, so anything else points at another tenant's row. A failure rolls
    all of it back, graph and tenant row included: nothing is left for the maintenance
-   scheduler to find, and the same import can be run again.
+   scheduler to find, and the same import can be run again. Rows of serving state
+   (``catalog.SERVING``) in a file of an earlier release are skipped; the tenant's vector
+   way is recorded afresh once the import has committed.
 3. Ids: uuids (conversations, memories, facts) are kept, or with ``new_ids`` replaced
-   everywhere they are referenced (foreign keys, and uuid strings at the top level of
-   JSON columns such as job payloads). Row numbers from database-wide sequences (turns,
+   everywhere they are referenced (foreign keys, ids without one, and uuid strings at
+   the top level of JSON columns such as job payloads) by new ones in the same order
+   (search breaks ties by id). Row numbers from database-wide sequences (turns,
    contradictions, jobs, ...) are always numbered afresh, and references to them (a
    passage's turn) follow through the table's natural key.
 4. Derived state: tsvector and lower-case columns are generated, BM25 and HNSW indexes
