@@ -7,8 +7,11 @@ through cypher() and the BM25 probe. Refusals write nothing."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import shutil
+import tarfile
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +36,7 @@ from app.services.access.analysts import AnalystIn
 from app.services.access.keys import KeyIn, create_key
 from app.services.ops.backup.make import BackupReport, backup, count_rows
 from app.services.ops.backup.restore import RestoreReport, restore
+from app.services.ops.backup.tools import ToolFailed
 from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import search
 from app.services.runtime import Elephant
@@ -444,3 +448,43 @@ def test_backup_and_restore_refuse_a_role_that_row_level_security_would_filter(
     with psycopg.connect(server.conninfo(dbname="by_plain"), autocommit=True) as conn:
         row = conn.execute(load_sql("backup/occupied.sql")).fetchone()
     assert row == (0, [])
+
+
+def damaged_copy(path: Path, into: Path) -> Path:
+    """The backup with its dump cut at 60% and one more role to create."""
+    with tarfile.open(path) as tar:
+        manifest = tar.extractfile("manifest.json")
+        roles = tar.extractfile("roles.json")
+        dump = tar.extractfile("database.dump")
+        assert manifest is not None and roles is not None and dump is not None
+        parts = {"manifest.json": manifest.read(), "database.dump": dump.read()}
+        listed = json.loads(roles.read())
+    extra = {**listed["roles"][0], "name": "bk_extra_role", "password": None, "login": False}
+    listed["roles"].append(extra)
+    parts["roles.json"] = json.dumps(listed).encode()
+    parts["database.dump"] = parts["database.dump"][: len(parts["database.dump"]) * 6 // 10]
+    damaged = into / "damaged.backup"
+    with tarfile.open(damaged, "w") as tar:
+        for name, data in parts.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return damaged
+
+
+def test_a_restore_that_fails_halfway_leaves_nothing(restored: Restored, tmp_path: Path) -> None:
+    """pg_restore fails on a cut archive after psql ran its first statements: the
+    transaction is rolled back (psql never commits) and the role the restore created
+    is dropped again."""
+    assert restored.db.embedded is not None
+    server = restored.db.embedded
+    with psycopg.connect(server.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE DATABASE by_damaged")
+    host = f"host={server.socket_dir}&port={server.port}"
+    target = make_settings(tmp_path, database={"url": f"postgresql://postgres@/by_damaged?{host}"})
+    with pytest.raises(ToolFailed, match="nothing was restored"):
+        restore(target, damaged_copy(restored.path, tmp_path))
+    with psycopg.connect(server.conninfo(dbname="by_damaged"), autocommit=True) as conn:
+        assert conn.execute(load_sql("backup/occupied.sql")).fetchone() == (0, [])
+        role = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'bk_extra_role'")
+        assert role.fetchone() is None

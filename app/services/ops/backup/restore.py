@@ -14,7 +14,6 @@ cypher(); the report says what it found.
 
 from __future__ import annotations
 
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from app.db import keyword_index, tenant_indexes
 from app.db.resources import load_sql
 from app.db.runtime import Connection, Database
 from app.errors import Conflict, Forbidden
-from app.services.ops.backup import archive, roles, tools
+from app.services.ops.backup import archive, pipeline, roles, tools
 from app.services.ops.backup.make import check_sees_every_row, count_rows, server_version
 
 
@@ -139,31 +138,8 @@ def _check_extensions(conn: Connection, manifest: archive.Manifest) -> None:
 def _run(chosen: tools.Tools, conninfo: str, backup: archive.Opened, work: Path) -> None:
     """pg_restore's script, then the AGE fix, through psql in one transaction."""
     target, env = tools.connection(conninfo)
-    psql = [str(chosen.path("psql")), "--no-psqlrc", "--quiet", "--no-password"]
-    psql += ["--set=ON_ERROR_STOP=1", "--single-transaction", f"--dbname={target}", "--file=-"]
-    if "age" in backup.manifest.extensions:
-        fix = work / "age_graph_oids.sql"
-        fix.write_text(load_sql("backup/age_graph_oids.sql"))
-        psql.append(f"--file={fix}")
-    dump = [str(chosen.path("pg_restore")), "--file=-", str(backup.dump)]
-    with (
-        (work / "pg_restore.err").open("w+") as dump_err,
-        (work / "psql.err").open("w+") as psql_err,
-    ):
-        producer = subprocess.Popen(dump, stdout=subprocess.PIPE, stderr=dump_err, env=env)
-        consumer = subprocess.Popen(
-            psql, stdin=producer.stdout, stdout=subprocess.DEVNULL, stderr=psql_err, env=env
-        )
-        assert producer.stdout is not None
-        producer.stdout.close()  # psql holds the read end; pg_restore sees it close
-        restored, dumped = consumer.wait(), producer.wait()
-        for code, what, err in ((dumped, "pg_restore", dump_err), (restored, "psql", psql_err)):
-            if code != 0:
-                err.seek(0)
-                raise tools.ToolFailed(
-                    f"{what} failed (exit {code}), nothing was restored: "
-                    + "\n".join(err.read().strip().splitlines()[-12:])
-                )
+    after = load_sql("backup/age_graph_oids.sql") if "age" in backup.manifest.extensions else ""
+    pipeline.restore(chosen, target, env, backup.dump, after, work)
 
 
 def _verify(
