@@ -51,6 +51,16 @@ Who repairs (``Repairs``, chosen by whoever opens the Database):
   A command that started the embedded server itself is alone on it and repairs here.
 - ``here``: rebuild and probe on the caller's thread (the library's default, tests).
 
+Why a CLI's probe failed beside a server (issue 39: "found 4 of 6 sampled rows"): not a
+false alarm. A session that used an index before a REINDEX keeps its pre-REINDEX state
+(#390) and writes into it afterwards: its rows are invisible to every newer session, and
+it sees none of theirs (reproduced: a row inserted by such a session after another
+session's REINDEX is not found from a new session, an older row is). A CLI's REINDEX
+closed only the server's *idle* sessions; those busy with a request lived on, stale, and
+their writes went missing for the next command's probe, which rebuilt again and closed
+13 more sessions: the cascade behind the 503s. Hence: only the server rebuilds, and it
+drains its own pools (busy connections are closed when returned).
+
 Every wait is bounded: the advisory lock is tried, not waited for, and a REINDEX gives
 up after LOCK_TIMEOUT on the table's lock (a queued REINDEX would stall every writer
 behind it) and is tried again later.
@@ -94,6 +104,7 @@ LOCK_TIMEOUT = "2s"  # a REINDEX waits this long for its table, then is tried ag
 HERE_LOCK_WAIT_S = 30.0  # "here": how long the caller waits for another rebuild to end
 BACKGROUND_ATTEMPTS = 60  # "background": tries (a lock held elsewhere, a busy table)
 BACKGROUND_PAUSE_S = 2.0  # between them
+SETTLE_S = 10.0  # after a rebuild: how long its own pre-rebuild sessions may take to go
 
 Repairs = Literal["here", "background", "report"]
 
@@ -245,6 +256,12 @@ def rebuilt_for(conn: Connection) -> dict[str, datetime]:
     return {str(name): at for name, at in rows}
 
 
+def server_now(conn: Connection) -> datetime:
+    row = conn.execute("SELECT now()").fetchone()
+    assert row is not None
+    return row[0]  # type: ignore[no-any-return]
+
+
 def stale_indexes(conn: Connection) -> list[str]:
     """The bm25 indexes not rebuilt since this database server started."""
     started = server_started_at(conn)
@@ -377,10 +394,13 @@ class KeywordIndexGuard:
         rebuilt: list[str] = []
         because = None
         spare, on_rebuilt = self._spare, self._on_rebuilt
+        since = server_now(conn)
         if restart and self._rebuild_on_restart:
             because = "first use since the server started"
             stale = stale_indexes(conn)
             rebuilt = rebuild(conn, stale, because, spare=spare, on_rebuilt=on_rebuilt)
+        if rebuilt:
+            self._settle(conn, since)
         probes = probe(conn)
         failed = [p.index for p in probes if not p.ok]
         if failed:
@@ -389,6 +409,21 @@ class KeywordIndexGuard:
             rebuilt += rebuild(conn, failed, because, spare=spare, on_rebuilt=on_rebuilt)
             probes = probe(conn)
         return probes, rebuilt, because if rebuilt else None
+
+    def _settle(self, conn: Connection, since: datetime) -> None:
+        """Wait (up to SETTLE_S) until this process's sessions opened before the rebuild
+        are gone (its drained pools close busy ones when they come back): what such a
+        session wrote after the REINDEX is invisible to the others (#390), and the probe
+        that follows, which samples the newest heap page first, must see it."""
+        if self._spare is None:
+            return
+        deadline = time.monotonic() + SETTLE_S
+        while time.monotonic() < deadline and not self._closed.is_set():
+            row = conn.execute(load_sql("db/sessions_before.sql"), (self._spare, since)).fetchone()
+            if not row or not row[0]:
+                return
+            self._closed.wait(0.1)
+        log.info("BM25 rebuild: sessions opened before it still busy after %.0f s", SETTLE_S)
 
     def _report(self, *, busy: bool = False) -> None:
         """Probe without repairing: a stale or failing index leaves the lane untrusted and
