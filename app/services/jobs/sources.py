@@ -4,8 +4,9 @@ A job reads its source (a note, a span of turns), then works without holding a l
 (an LLM call, embedding), then writes. A store delete, a put that replaces a note, an
 erasure or a retention sweep may end in between. So before its first searchable row a
 job takes, in its own transaction, a lock that conflicts with theirs and reads its source
-again: the tenant row in KEY SHARE mode (erasure takes FOR UPDATE on it) and its notes
-FOR SHARE (a supersede UPDATEs them, a sweep DELETEs them). Either the delete ended
+again: the tenant row in KEY SHARE mode (erasure takes FOR UPDATE on it) and its notes,
+turns and windows in KEY SHARE mode (a store put or delete locks the note FOR UPDATE
+before superseding it, a sweep or an erasure DELETEs). Either the delete ended
 first and the job sees its source gone, writes nothing and is done with the reason
 (:class:`SourceGone`), or the delete waits until the job's rows are committed and then
 closes or erases them with the rest. Row locks end with the transaction: they work
@@ -41,7 +42,7 @@ def hold_notes(
     conn: Connection, tenant: str, memory_ids: Sequence[str], *, current: bool = True
 ) -> set[str]:
     """The notes among ``memory_ids`` still there (and, with ``current``, not replaced or
-    deleted as store items), locked FOR SHARE until the transaction ends
+    deleted as store items), locked FOR KEY SHARE until the transaction ends
     (sql/jobs/hold_notes.sql)."""
     params = {"tenant": tenant, "memories": list(memory_ids), "current": current}
     rows = conn.execute(load_sql("jobs/hold_notes.sql"), params).fetchall()

@@ -97,6 +97,9 @@ def _current(conn: Connection, where: dict[str, Any]) -> tuple[Any, ...] | None:
 
 
 def _supersede(conn: Connection, tenant: str, memory_id: str) -> None:
+    """The version stops being current, and so do its facts, those of an extraction
+    still running too (it finishes first, or writes nothing: app/services/jobs/sources.py)."""
+    conn.execute(load_sql("store/lock_version.sql"), {"tenant": tenant, "memory": memory_id})
     conn.execute(load_sql("store/supersede_item.sql"), {"tenant": tenant, "memory": memory_id})
     conn.execute(
         load_sql("store/supersede_item_facts.sql"), {"tenant": tenant, "memory": memory_id}
