@@ -40,7 +40,7 @@ What this module does:
 
 Who repairs (``Repairs``, chosen by whoever opens the Database):
 
-- ``background``: a serving process (``elephant serve``, ``mcp --http``, ``worker``).
+- ``background``: a serving process (``elephant serve``, ``mcp``, ``worker``).
   Its start never waits on a rebuild: the lane starts untrusted (the tsvector lane
   serves) while a thread takes the advisory lock (without waiting on it: an outside
   session holding it delays the repair, never the start), rebuilds and probes.
