@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import subprocess
 import tarfile
 import tempfile
 from collections.abc import Iterator
@@ -27,7 +28,7 @@ from psycopg import sql
 from app.cli import main
 from app.config import Settings
 from app.db import Database, tenant_indexes
-from app.db.embedded import EmbeddedPostgres
+from app.db.embedded import EmbeddedPostgres, binaries_dir
 from app.db.resources import load_sql
 from app.errors import Conflict, Forbidden, InvalidInput
 from app.providers.embedder import Embedder
@@ -450,8 +451,25 @@ def test_backup_and_restore_refuse_a_role_that_row_level_security_would_filter(
     assert row == (0, [])
 
 
+def toc_end(dump: bytes, into: Path) -> int:
+    """Where the archive's table of contents ends (its first data block starts): the
+    shortest prefix that `pg_restore --list` reads whole, found by bisection."""
+    probe = into / "prefix.dump"
+    low, high = 1, len(dump)
+    while low < high:
+        middle = (low + high) // 2
+        probe.write_bytes(dump[:middle])
+        listed = subprocess.run(
+            [str(binaries_dir() / "pg_restore"), "--list", str(probe)], capture_output=True
+        )
+        low, high = (low, middle) if listed.returncode == 0 else (middle + 1, high)
+    return low
+
+
 def damaged_copy(path: Path, into: Path) -> Path:
-    """The backup with its dump cut at 60% and one more role to create."""
+    """The backup with its dump cut where its data begins (pg_restore writes every
+    table's definition, then fails on the first table's rows: psql alone would commit
+    the empty tables) and one more role to create."""
     with tarfile.open(path) as tar:
         manifest = tar.extractfile("manifest.json")
         roles = tar.extractfile("roles.json")
@@ -462,7 +480,7 @@ def damaged_copy(path: Path, into: Path) -> Path:
     extra = {**listed["roles"][0], "name": "bk_extra_role", "password": None, "login": False}
     listed["roles"].append(extra)
     parts["roles.json"] = json.dumps(listed).encode()
-    parts["database.dump"] = parts["database.dump"][: len(parts["database.dump"]) * 6 // 10]
+    parts["database.dump"] = parts["database.dump"][: toc_end(parts["database.dump"], into)]
     damaged = into / "damaged.backup"
     with tarfile.open(damaged, "w") as tar:
         for name, data in parts.items():
@@ -473,7 +491,7 @@ def damaged_copy(path: Path, into: Path) -> Path:
 
 
 def test_a_restore_that_fails_halfway_leaves_nothing(restored: Restored, tmp_path: Path) -> None:
-    """pg_restore fails on a cut archive after psql ran its first statements: the
+    """pg_restore fails on a cut archive after psql ran every CREATE TABLE: the
     transaction is rolled back (psql never commits) and the role the restore created
     is dropped again."""
     assert restored.db.embedded is not None
