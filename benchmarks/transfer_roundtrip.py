@@ -45,7 +45,8 @@ from app.services.memory.sessions import SessionCloseIn, close_session
 from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import search
 from app.services.runtime import Elephant
-from app.services.store.items import ItemIn, ItemRef, delete_item, put_item
+from app.services.store.items import delete_item, put_item
+from app.services.store.schemas import ItemIn, ItemRef
 from app.services.transfer import catalog
 from app.services.transfer.export import export_to_path
 from app.services.transfer.importer import import_tenant
@@ -174,7 +175,28 @@ def compare(first: Normalised, second: Normalised) -> dict[str, Any]:
 
 
 def same_lists(before: Lists, after: Lists) -> int:
+    """Lists with the same hits in the same order (kind and mapped id)."""
+    return sum(
+        1
+        for a, b in zip(before, after, strict=True)
+        if [hit[:2] for hit in a] == [hit[:2] for hit in b]
+    )
+
+
+def same_scored(before: Lists, after: Lists) -> int:
+    """Lists equal hit for hit, scores (6 decimals) included."""
     return sum(1 for a, b in zip(before, after, strict=True) if a == b)
+
+
+def score_gap(before: Lists, after: Lists) -> float:
+    """The largest score difference between hits at the same place in equal lists."""
+    gaps = [
+        abs(x[2] - y[2])
+        for a, b in zip(before, after, strict=True)
+        if [hit[:2] for hit in a] == [hit[:2] for hit in b]
+        for x, y in zip(a, b, strict=True)
+    ]
+    return round(max(gaps, default=0.0), 6)
 
 
 def main() -> None:
@@ -194,7 +216,10 @@ def main() -> None:
         elephant = open_runtime(root / "source")
         stack.callback(elephant.close)
         filled = fill(elephant, items, speakers)
-        print(f"{len(data.tenants)} conversations and the rest committed ({filled['seconds']} s)")
+        print(
+            f"{len(data.tenants)} conversations and the rest committed ({filled['seconds']} s)",
+            flush=True,
+        )
         for question in questions:  # the use searches record: access statistics
             search(elephant, TENANT, SearchRequest(query=question, limit=10))
         elephant.access.flush()
@@ -219,23 +244,28 @@ def main() -> None:
         ):
             second, second_info = exported(there, tenant, root / f"{mode}.jsonl")
             after = {e: searches(with_engine(there, e), tenant, questions, second) for e in engines}
-            # BM25 against the source searched now, beside the copy (statistics move with
-            # every row the database's index has seen: the copy's rows count too)
-            now = searches(with_engine(elephant, "bm25"), TENANT, questions, first)
+            # the source searched again now, beside the copy: activation ages with the
+            # clock, and BM25's statistics count every row the database's index has seen
+            now = {e: searches(with_engine(elephant, e), TENANT, questions, first) for e in engines}
             modes[mode] = {
                 "import_seconds": seconds,
                 "export_again": second_info,
                 "file": compare(first, second),
                 "identical_search_lists": {e: same_lists(before[e], after[e]) for e in engines},
-                "identical_bm25_lists_with_the_source_now": same_lists(now, after["bm25"]),
+                "max_score_difference": {e: score_gap(before[e], after[e]) for e in engines},
+                "identical_with_scores_as_the_source_now": {
+                    e: same_scored(now[e], after[e]) for e in engines
+                },
             }
             row = modes[mode]
             print(
                 f"{mode}: import {seconds} s; export again {row['file']['lines']} lines, "
                 f"{row['file']['differing_lines']} differing; identical search lists "
-                f"tsvector {row['identical_search_lists']['tsvector']}/{len(questions)}, "
-                f"bm25 {row['identical_search_lists']['bm25']}/{len(questions)} (with the source "
-                f"now {row['identical_bm25_lists_with_the_source_now']})"
+                f"(before/after) tsvector {row['identical_search_lists']['tsvector']}/"
+                f"{len(questions)}, bm25 {row['identical_search_lists']['bm25']}/"
+                f"{len(questions)}; with scores, as the source now: "
+                f"{row['identical_with_scores_as_the_source_now']}",
+                flush=True,
             )
     result = {
         "smoke": args.smoke,
