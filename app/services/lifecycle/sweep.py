@@ -43,6 +43,7 @@ _MERGE = load_sql("lifecycle/sweep_merge.sql")
 _MERGE_USES = load_sql("lifecycle/sweep_merge_uses.sql")
 # The rows that name the gone note name the note kept.
 _MOVED = ("facts", "feedback", "admission_log")
+_LOCK_GONE = "SELECT 1 FROM memories WHERE tenant_id = %(tenant)s AND id = %(gone)s FOR UPDATE"
 _MOVE = "UPDATE {} SET memory_id = %(keep)s WHERE tenant_id = %(tenant)s AND memory_id = %(gone)s"
 
 
@@ -111,8 +112,12 @@ def run(elephant: Elephant, conn: Connection, tenant: str, *, dry_run: bool) -> 
 
 
 def merge(conn: Connection, tenant: str, *, keep: str, gone: str) -> None:
-    """Fold note ``gone`` into note ``keep`` (see the module docstring), then delete it."""
+    """Fold note ``gone`` into note ``keep`` (see the module docstring), then delete it.
+    ``gone`` is locked first: an extraction writing its facts holds it FOR KEY SHARE
+    (app/services/jobs/sources.py), so its facts are committed before they are moved,
+    or the job finds the note gone and writes nothing."""
     params = {"tenant": tenant, "keep": keep, "gone": gone}
+    conn.execute(_LOCK_GONE, params)
     conn.execute(_MERGE, params)
     conn.execute(_MERGE_USES, params)
     for table in _MOVED:
