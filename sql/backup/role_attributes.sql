@@ -3,7 +3,7 @@
 -- its connection limit and expiry, and its per-role settings (for every database, or
 -- for this one: ALTER ROLE ... SET). Parameters: the role name (twice).
 SELECT r.rolcanlogin, r.rolinherit, r.rolcreaterole, r.rolcreatedb, r.rolreplication,
-       r.rolbypassrls, r.rolconnlimit, r.rolvaliduntil,
+       r.rolbypassrls, r.rolconnlimit, r.rolvaliduntil::text,  -- text: 'infinity' too
        coalesce((
            SELECT array_agg(setting ORDER BY setting)
            FROM pg_db_role_setting AS s, unnest(s.setconfig) AS setting

@@ -45,11 +45,14 @@ def write(path: Path, manifest: Manifest, roles: RoleSet, dump: Path) -> None:
     """Write the backup file (to a temporary name beside ``path``, then renamed: a failed
     backup leaves no half file under the name asked for)."""
     partial = path.with_name(path.name + ".partial")
-    with tarfile.open(partial, "w") as tar:
-        _add_bytes(tar, MANIFEST, json.dumps(asdict(manifest), indent=1).encode())
-        _add_bytes(tar, ROLES, json.dumps(roles.to_json(), indent=1).encode())
-        tar.add(dump, arcname=DUMP)
-    partial.replace(path)
+    try:
+        with tarfile.open(partial, "w") as tar:
+            _add_bytes(tar, MANIFEST, json.dumps(asdict(manifest), indent=1).encode())
+            _add_bytes(tar, ROLES, json.dumps(roles.to_json(), indent=1).encode())
+            tar.add(dump, arcname=DUMP)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes) -> None:

@@ -13,8 +13,8 @@ ones it has as they are (roles are shared by every database of a server).
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from typing import Any
 
 import psycopg
@@ -88,7 +88,7 @@ def collect(conn: Connection) -> RoleSet:
                 replication=replication,
                 bypassrls=bypass,
                 connection_limit=limit,
-                valid_until=_iso(until),
+                valid_until=until,
                 password=verifiers.get(name) if verifiers is not None else None,
                 settings=list(settings),
             )
@@ -122,10 +122,6 @@ def _verifiers(conn: Connection, names: list[str]) -> dict[str, str] | None:
     return {str(name): str(secret) for name, secret in rows if secret is not None}
 
 
-def _iso(value: datetime | None) -> str | None:
-    return None if value is None or value.year >= 9999 else value.isoformat()
-
-
 def missing(conn: Connection, wanted: RoleSet) -> list[str]:
     """The roles of ``wanted`` the target server does not have."""
     names = [role.name for role in wanted.roles]
@@ -152,22 +148,33 @@ def create(conn: Connection, wanted: RoleSet, names: list[str]) -> None:
                     sql.Identifier(role.name), sql.Identifier(key), sql.Literal(value)
                 )
             )
+    options = _grant_options(conn)
     for member in wanted.memberships:
         if member.group in names or member.member in names:
-            conn.execute(
-                sql.SQL("GRANT {} TO {} WITH ADMIN {}, INHERIT {}, SET {}").format(
-                    sql.Identifier(member.group),
-                    sql.Identifier(member.member),
-                    sql.SQL("TRUE" if member.admin else "FALSE"),
-                    sql.SQL("TRUE" if member.inherit else "FALSE"),
-                    sql.SQL("TRUE" if member.set else "FALSE"),
-                )
-            )
+            conn.execute(options(member))
     superuser = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
     row = superuser.fetchone()
     if row is not None and not row[0]:
         for role in chosen:
             conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(role.name)))
+
+
+def _grant_options(conn: Connection) -> Callable[[Membership], sql.Composed]:
+    """GRANT group TO member with its options: ADMIN, INHERIT and SET from PostgreSQL 16
+    on, ADMIN OPTION alone before (where a member inherits and may SET ROLE)."""
+    row = conn.execute("SELECT current_setting('server_version_num')::int").fetchone()
+    modern = row is not None and int(row[0]) >= 160000
+
+    def grant(member: Membership) -> sql.Composed:
+        names = (sql.Identifier(member.group), sql.Identifier(member.member))
+        if not modern:
+            admin = " WITH ADMIN OPTION" if member.admin else ""
+            return sql.SQL("GRANT {} TO {}" + admin).format(*names)
+        flags = [("ADMIN", member.admin), ("INHERIT", member.inherit), ("SET", member.set)]
+        options = ", ".join(f"{name} {'TRUE' if on else 'FALSE'}" for name, on in flags)
+        return sql.SQL("GRANT {} TO {} WITH " + options).format(*names)
+
+    return grant
 
 
 def _create_statement(role: RoleSpec) -> sql.Composed:
