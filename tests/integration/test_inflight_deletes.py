@@ -1,15 +1,19 @@
 """Deletes win over work in flight (issue 39, reproduction 3): a job that finishes after
 its source was deleted, replaced or erased writes nothing searchable.
 
-Two kinds of test. Deterministic ones hold the fact extraction between its read and its
-write (a scripted LLM that waits), delete or erase the source meanwhile, let it finish,
-and find nothing searchable; each failed before app/services/jobs/sources.py (the fact
-came back active, at rank 1). Races run put/delete and commit/erase pairs over real HTTP
-with the background worker running as ``elephant serve`` runs it, then look for rows of
-deleted sources via SQL and /search.
+Two kinds of test. Deterministic ones hold a job's LLM call (a scripted LLM that
+waits): between the extraction's read and its write, a delete, a newer put or an
+erasure ends meanwhile; or after its write, before its commit, a delete waits for it.
+Each failed before app/services/jobs/sources.py (the fact came back active, at rank 1).
+Races run put/delete and commit/erase pairs over real HTTP (CLIENTS at a time) with the
+background worker running as ``elephant serve`` runs it, then look for rows of deleted
+sources via SQL and /search; before the fix 9 and 35 of 200 store pairs (two runs) left
+an active fact. The commit/erase race passed before too (the foreign keys refused the
+job's rows, as failed attempts): it guards the erasure path.
 
-Runtime: the whole module took 63 s on the shared 2-core box (five test runs beside it),
-RACE_PAIRS = 200 of each kind.
+Runtime, RACE_PAIRS = 200 of each kind, on the shared 2-core box at load average 5.6:
+40 s for the module (50 s with pytest's start), of which the races 12 s and 9.5 s
+(`pytest -q tests/integration/test_inflight_deletes.py --durations=4`).
 """
 
 from __future__ import annotations
@@ -58,29 +62,40 @@ def settings(pg_data_dir: Path, new_database: Callable[..., str]) -> Settings:
     )
 
 
-class HeldExtraction:
-    """A scripted LLM answer that waits: the job has read its source and holds no lock."""
+class Held:
+    """A scripted LLM answer that waits until the test lets it go."""
 
-    def __init__(self, facts: list[dict[str, Any]]) -> None:
-        self.facts = facts
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.answer = answer
         self.reached = threading.Event()
         self.go = threading.Event()
 
     def __call__(self, system: str, prompt: str) -> dict[str, Any]:
         self.reached.set()
-        assert self.go.wait(HOLD_S), "the test never released the extraction"
-        return {"facts": self.facts}
+        assert self.go.wait(HOLD_S), "the test never released the LLM call"
+        return self.answer
+
+
+def held_extraction(facts: list[dict[str, Any]]) -> Held:
+    """The extraction waits: the job has read its source and holds no lock."""
+    return Held({"facts": facts})
 
 
 def run_held(
-    elephant: Elephant, tenant: str, job_id: int, held: HeldExtraction, meanwhile: Callable[[], Any]
+    elephant: Elephant,
+    tenant: str,
+    job_id: int,
+    held: Held,
+    meanwhile: Callable[[], Any],
+    answers: dict[str, list[Any]] | None = None,
 ) -> tuple[int, str]:
-    """Run the job with the held LLM in a thread; ``meanwhile`` runs while it waits."""
+    """Run the job with the held LLM call in a thread (the extraction's, unless
+    ``answers`` script another); ``meanwhile`` runs while it waits."""
     slow = Elephant(
         settings=elephant.settings,
         db=elephant.db,
         embedder=elephant.embedder,
-        llm=ScriptedLLM({"FactsResponse": [held]}),
+        llm=ScriptedLLM(answers or {"FactsResponse": [held]}),
     )
     result: list[tuple[int, str]] = []
     thread = threading.Thread(target=lambda: result.append(run_job_now(slow, tenant, job_id)))
@@ -123,7 +138,9 @@ def test_a_store_delete_during_extraction_leaves_no_fact(elephant: Elephant) -> 
     """Reproduction 3, held open: the delete lands while the LLM works on the item."""
     tenant = "inflight_store"
     text = "Quillon keeps the spare boat key under the blue flowerpot"
-    held = HeldExtraction([{"text": text, "subject": "Quillon", "entities": [{"name": "Quillon"}]}])
+    held = held_extraction(
+        [{"text": text, "subject": "Quillon", "entities": [{"name": "Quillon"}]}]
+    )
     item = ItemIn(namespace=["keys"], key="boat", value={"content": text})
     put = put_item(elephant, tenant, item)
     assert put.job_id is not None
@@ -146,7 +163,7 @@ def test_a_put_replacing_the_item_during_extraction_closes_the_old_version(
     """The old version's extraction finishes after a newer put: only the new one is current."""
     tenant = "inflight_replace"
     old = "Quillon parks the red van on Elm Street"
-    held = HeldExtraction([{"text": old, "subject": "Quillon"}])
+    held = held_extraction([{"text": old, "subject": "Quillon"}])
     first = put_item(elephant, tenant, ItemIn(namespace=["cars"], key="van", value={"c": old}))
     assert first.job_id is not None
     newer = ItemIn(namespace=["cars"], key="van", value={"c": "Quillon sold the red van"})
@@ -159,6 +176,47 @@ def test_a_put_replacing_the_item_during_extraction_closes_the_old_version(
     )
     assert active == 0
     assert not any(old in hit for hit in hit_texts(elephant, tenant, "Quillon red van Elm Street"))
+
+
+def test_a_delete_while_the_job_writes_waits_and_closes_its_facts(elephant: Elephant) -> None:
+    """The other order: the job has locked the item and written its fact, and waits on
+    the contradiction check's LLM call before it commits. The delete waits for it, then
+    closes the fact (before, the delete ended first and the fact committed active)."""
+    tenant = "inflight_late_delete"
+    older = "Quillon keeps the garage key in the kitchen drawer"
+    newer = "Quillon keeps the garage key under the doormat"
+    fact = {"subject": "Quillon", "entities": [{"name": "Quillon", "type": "person"}]}
+    first = ItemIn(namespace=["keys"], key="garage", value={"c": older})
+    scripted = ScriptedLLM({"FactsResponse": [{"facts": [{"text": older, **fact}]}]})
+    with_llm = Elephant(
+        settings=elephant.settings, db=elephant.db, embedder=elephant.embedder, llm=scripted
+    )
+    assert put_item(with_llm, tenant, first, wait=True).facts == 1
+    second = ItemIn(namespace=["keys"], key="garage2", value={"c": newer})
+    put = put_item(elephant, tenant, second)
+    assert put.job_id is not None
+    verdict = Held({"contradicts": False, "confidence": 0.2, "reason": "both may hold"})
+    answers = {
+        "FactsResponse": [{"facts": [{"text": newer, **fact}]}],
+        "ContradictionAnswer": [verdict],
+    }
+    deleting = threading.Thread(
+        target=delete_item, args=(elephant, tenant, ItemRef(namespace=["keys"], key="garage2"))
+    )
+
+    def delete() -> None:
+        deleting.start()
+        deleting.join(1.0)
+        assert deleting.is_alive(), "the delete did not wait for the job's commit"
+
+    count, state = run_held(elephant, tenant, put.job_id, verdict, delete, answers)
+    deleting.join(HOLD_S)
+    assert (count, state) == (1, "done")
+    statuses = "SELECT status FROM facts WHERE tenant_id = %s AND memory_id = %s"
+    with elephant.db.tenant(tenant) as conn:
+        rows = conn.execute(statuses, (tenant, put.item.memory_id)).fetchall()
+    assert [row[0] for row in rows] == ["superseded"]
+    assert not any(newer in hit for hit in hit_texts(elephant, tenant, "Quillon garage doormat"))
 
 
 def test_an_erasure_during_extraction_leaves_nothing_naming_the_subject(
@@ -178,7 +236,7 @@ def test_an_erasure_during_extraction_leaves_nothing_naming_the_subject(
     )
     committed = commit_conversation(elephant, tenant, conversation)
     assert committed.job_ids
-    held = HeldExtraction(
+    held = held_extraction(
         [
             {"text": "Brunhilde moved to Quimper", "subject": "Brunhilde",
              "entities": [{"name": "Brunhilde", "type": "person"}, {"name": "Quimper"}]},
@@ -215,7 +273,7 @@ def test_a_tenant_erased_during_extraction_gets_nothing_back(elephant: Elephant)
     text = "Quillon hides the attic key in the red teapot"
     stored = commit_note(elephant, tenant, NoteIn(text=text, force=True))
     assert stored.job_id is not None
-    held = HeldExtraction([{"text": text, "subject": "Quillon"}])
+    held = held_extraction([{"text": text, "subject": "Quillon"}])
     run_held(
         elephant, tenant, stored.job_id, held,
         lambda: erase(elephant, tenant, EraseIn(tenant=True)),
