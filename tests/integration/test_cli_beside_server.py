@@ -208,6 +208,11 @@ def test_a_cli_command_beside_the_server_leaves_its_sessions_and_indexes_alone(
     with server.admin() as conn:
         rebuilt = conn.execute("SELECT index_name, reason FROM keyword_index_repairs").fetchall()
 
+    print(
+        f"{name}: exit {result.returncode}, {len(load.statuses)} requests, "
+        f"{len(load.errors)} failed, {logged.count(TERMINATED)} sessions terminated, "
+        f"{len(rebuilt)} indexes rebuilt"
+    )
     assert "rebuilding BM25 index" not in result.stderr, result.stderr[-3000:]
     assert rebuilt == [], f"{name} rebuilt {rebuilt}"
     assert logged.count(TERMINATED) == 0, logged[-3000:]
@@ -259,6 +264,7 @@ def test_a_second_serve_stops_at_once_and_leaves_the_first_ones_files(server: Se
         timeout=120,
     )
     took = time.monotonic() - started
+    print(f"a second serve on the same data dir stopped after {took:.2f} s")
     assert second.returncode != 0
     said = second.stderr
     assert f"pid {server.proc.pid}" in said and server.url in said and "--port" in said, said
@@ -275,6 +281,7 @@ def test_a_second_serve_stops_at_once_and_leaves_the_first_ones_files(server: Se
         timeout=120,
     )
     took = time.monotonic() - started
+    print(f"a serve on a taken port stopped after {took:.2f} s")
     assert same_port.returncode != 0
     said = same_port.stderr
     assert f"port {server.port}" in said and "--port" in said, said
