@@ -17,7 +17,7 @@ from litestar.testing import TestClient
 
 from app.db import Database
 from app.services.runtime import Elephant
-from tests.conftest import MANAGED, api_client
+from tests.conftest import api_client
 
 Client = TestClient  # type: ignore[type-arg]
 TENANT, OTHER = "disk-a", "disk-b"
@@ -67,7 +67,6 @@ def run(db: Database, *statements: str) -> None:
             conn.execute(statement)
 
 
-@pytest.mark.skipif(MANAGED, reason="reads the embedded server's data files")
 def test_vacuum_full_removes_erased_bytes_from_the_data_files(
     client: Client, elephant: Elephant, record_property: Any
 ) -> None:
