@@ -235,8 +235,7 @@ def _import(
     plan = _Plan(tenant, tables, vectors == "from the file", new_ids, {})
     _stage(conn, path, scanned.lines)
     references.check(conn, tables, set(scanned.counts))
-    if new_ids:
-        _map_ids(conn, tables)
+    _map_ids(conn, tables, new_ids)
     _tenant_settings(conn, tenant)
     rows = {}
     embedded: dict[str, int] = {}
@@ -369,10 +368,13 @@ def _keys(conn: Connection, section: str) -> set[str]:
     return {str(row[0]) for row in rows}
 
 
-def _map_ids(conn: Connection, tables: Catalog) -> None:
+def _map_ids(conn: Connection, tables: Catalog, new_ids: bool) -> None:
     """With new_ids: a new uuid for every uuid primary key in the file, in the order of
-    the old ones (search breaks ties by id: the copy then ranks as the original)."""
+    the old ones (search breaks ties by id: the copy then ranks as the original). The map
+    is made empty when ids are kept (the job payloads' expression reads it)."""
     conn.execute(_statement("ids_table"))
+    if not new_ids:
+        return
     for table in tables.tables.values():
         if table.uuid_key is not None:
             conn.execute(_statement("ids"), (table.uuid_key, table.name))
@@ -451,6 +453,8 @@ def _value(table: Table, column: Column, plan: _Plan) -> sql.Composable:
     override = OVERRIDES.get((table.name, column.name))
     if override is not None:
         return sql.SQL(override)
+    if (table.name, column.name) in references.PAYLOADS:  # ids as the job's rows get them
+        return sql.SQL(_statement("job_ids")).format(value=sql.Identifier("r", column.name))
     value = sql.Identifier("r", column.name)
     reference = next((ref for ref in table.references if ref.column == column.name), None)
     if reference is not None and reference.table in plan.identity_maps:

@@ -12,9 +12,13 @@ with or without new ids:
   included, facts, turns a passage points at, ...);
 - the ids without a foreign key (``UNKEYED``): ``access_stats.item_id`` (a memory or a
   fact by ``item_kind``), ``admission_log.conversation_id``, a graph relation's ends;
-- uuid strings in job payloads (``PAYLOADS``): at the top level they must name a
-  conversation, memory or fact of the file; deeper, where --new-ids would not rewrite
-  them, none is taken.
+- uuid strings in job payloads (``PAYLOADS``): below the top level, where neither this
+  check nor --new-ids reads them, none is taken. At the top level an id that names no
+  conversation, memory or fact of the file is imported as null
+  (``sql/transfer/import_job_ids.sql``) rather than refused: the database does not keep
+  payloads in step with the rows (a note merged away by deduplication leaves its
+  extraction job naming it), so a sound export may hold one, and as null it names no
+  other tenant's row.
 
 A refusal is InvalidInput naming the line, the table, the column and the value.
 """
@@ -56,19 +60,16 @@ UNKEYED: tuple[Unkeyed, ...] = (
 UNKEYED_UUIDS: frozenset[tuple[str, str]] = frozenset(
     {("access_stats", "item_id"), ("admission_log", "conversation_id")}
 )
-# JSON columns whose top-level uuid strings are ids of the file's rows.
+# JSON columns whose top-level uuid strings are ids of the file's rows (or null).
 PAYLOADS: tuple[tuple[str, str], ...] = (("jobs", "payload"),)
 
 
 def check(conn: Connection, tables: Catalog, sections: set[str]) -> None:
     """Refuse the staged file when a reference names a row it does not bring."""
     conn.execute(fragment("transfer/import_keys_table.sql"))
-    uuid_sections = []
     for table in tables.tables.values():
         if len(table.primary_key) == 1 and table.name in sections:
             _keys(conn, table.name, table.primary_key[0])
-            if table.uuid_key is not None:
-                uuid_sections.append(table.name)
     if fileformat.GRAPH_ENTITIES in sections:
         _keys(conn, fileformat.GRAPH_ENTITIES, "key")
     for table in tables.tables.values():
@@ -82,7 +83,7 @@ def check(conn: Connection, tables: Catalog, sections: set[str]) -> None:
             _dangling(conn, unkeyed)
     for section, column in PAYLOADS:
         if section in sections:
-            _payload(conn, section, column, uuid_sections)
+            _nested(conn, section, column)
 
 
 def _keys(conn: Connection, section: str, column: str) -> None:
@@ -109,17 +110,7 @@ def _dangling(conn: Connection, ref: Unkeyed) -> None:
         )
 
 
-def _payload(conn: Connection, section: str, column: str, uuid_sections: list[str]) -> None:
-    found = conn.execute(
-        fragment("transfer/import_dangling_payload.sql"),
-        {"section": section, "column": column, "uuid": UUID_PATTERN, "sections": uuid_sections},
-    ).fetchone()
-    if found is not None:
-        raise InvalidInput(
-            f"line {found[0]}: {section}.{column} has {found[1]} {found[2]}, which is no row "
-            f"of {', '.join(uuid_sections)} in this file: an import may point only at the "
-            "rows it brings, not at another tenant's. Nothing was imported"
-        )
+def _nested(conn: Connection, section: str, column: str) -> None:
     nested = conn.execute(
         fragment("transfer/import_nested_uuids.sql"),
         {"section": section, "column": column, "path": NESTED_STRINGS, "uuid": UUID_PATTERN},
