@@ -41,9 +41,9 @@ Decisions (issue 39, item 3):
   (COMMENTS_LEFT_AS_TODAYS). A store item deleted after the upgrade is a plain,
   searchable note again for 0.1.0, as the page warns.
 
-Measured with the load average at 5 on 2 cores: 116 s; the module fixture (0.1.0 writing,
-`elephant migrate --status`, `elephant migrate`) 64 s, the rollback (`elephant migrate
---down`, 0.1.0 searching again) 43 s.
+Measured on 2 cores shared with other test runs: 116 s at a load average of 5 (the module
+fixture: 0.1.0 writing, `elephant migrate --status`, `elephant migrate`, 64 s; the
+rollback: `elephant migrate --down`, 0.1.0 searching again, 43 s), 136 s at 6.
 """
 
 from __future__ import annotations
