@@ -4,7 +4,8 @@ its source was deleted, replaced or erased writes nothing searchable.
 Two kinds of test. Deterministic ones hold a job's LLM call (a scripted LLM that
 waits): between the extraction's read and its write, a delete, a newer put or an
 erasure ends meanwhile; or after its write, before its commit, a delete waits for it.
-Each failed before app/services/jobs/sources.py (the fact came back active, at rank 1).
+Each failed before app/services/jobs/sources.py (the fact came back active and found by
+search), but the guard for a whole tenant's erasure (foreign keys refused that before).
 Races run put/delete and commit/erase pairs over real HTTP (CLIENTS at a time) with the
 background worker running as ``elephant serve`` runs it, then look for rows of deleted
 sources via SQL and /search; before the fix 9 and 35 of 200 store pairs (two runs) left
