@@ -165,6 +165,8 @@ def backfill(
         {"tenant": tenant, "words": words, "limit": limit},
     ).fetchall()
     of_notes = {str(memory_id): note_passages(str(text), words) for memory_id, text in notes}
+    if not by_conversation and not of_notes:
+        return Backfilled(0, False)
     embedded = {key: embed([p.text for p in parts]) for key, parts in by_conversation.items()}
     note_vectors = {key: embed([p.text for p in parts]) for key, parts in of_notes.items()}
     # written under locks, to what is still there (a turn's passages find their turn)
