@@ -25,7 +25,7 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.providers.embedder import Embedder
 from app.services.graph.age import graph_name
 from app.services.graph.backend import Backend
-from app.services.lifecycle import maintenance
+from app.services.lifecycle import maintenance, sweep
 from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import search
 from app.services.runtime import Elephant
@@ -800,9 +800,14 @@ EVERY_KIND = {
 @pytest.fixture(scope="module")
 def every_kind(planted: str, client: Client, elephant: Elephant) -> str:
     """The planted tenant with what it lacks of every kind of row a tenant owns: store
-    items with history (a key put twice, another put and deleted), LLM usage, and the use
-    its searches recorded."""
+    items with history (a key put twice, another put and deleted), LLM usage, the use
+    its searches recorded, and a note merged into its near-duplicate by the maintenance
+    sweep (whose done extraction job still names it)."""
     tenant = planted
+    kayak = [
+        call(client, "POST", "/commit", tenant, {"text": text, "force": True})["memory_id"]
+        for text in ("Ines keeps a red kayak at the marina", "Ines keeps a red kayak in the marina")
+    ]
     for value in ({"theme": "dark", "font": "serif"}, {"theme": "light", "font": "serif"}):
         item = {"namespace": ["users", "ines"], "key": "prefs", "value": value}
         call(client, "PUT", "/store/items", tenant, item)
@@ -824,6 +829,11 @@ def every_kind(planted: str, client: Client, elephant: Elephant) -> str:
             "'test', 120, 30, 12.5, 1, true)",
             (tenant,),
         )
+        sweep.merge(conn, tenant, keep=kayak[0], gone=kayak[1])
+        stale = conn.execute(
+            "SELECT count(*) FROM jobs WHERE payload ->> 'memory_id' = %s", (kayak[1],)
+        ).fetchone()
+    assert stale == (1,), "the merged note's extraction job is gone: nothing stale to export"
     return tenant
 
 

@@ -37,6 +37,9 @@ FETCH = 2000  # rows per round trip of the server-side cursor
 # The vectors of the model in elephant_meta; another vector column (embedding_next while a
 # re-embed runs, app/services/ops/reembed/) is work in progress, not exported.
 VECTOR_COLUMN = "embedding"
+# Columns written otherwise than as stored: (table, column) -> the SQL expression file
+# (its slot {payload}: the column). A job's payload names only rows the tenant holds.
+WRITTEN_AS: dict[tuple[str, str], str] = {("jobs", "payload"): "transfer/export_job_ids.sql"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,9 +189,17 @@ def _rows(conn: Connection, table: Table, tenant: str, vectors: bool) -> Iterato
         if c.generated or (c.vector and (not vectors or c.name != VECTOR_COLUMN))
     ]
     key = [name for name in table.primary_key if name != "tenant_id"] or ["ctid"]
+    row: sql.Composable = sql.SQL("to_jsonb(t) - %(dropped)s::text[]")
+    for (name, column), expression in WRITTEN_AS.items():
+        if name == table.name and table.column(column) is not None:
+            value = sql.SQL(fragment(expression)).format(payload=sql.Identifier("t", column))
+            row = sql.SQL("({}) || jsonb_build_object({}, {})").format(
+                row, sql.Literal(column), value
+            )
     statement = sql.SQL(fragment("transfer/export_rows.sql")).format(
         table=sql.Identifier(table.name),
         order=sql.SQL(", ").join(sql.Identifier("t", name) for name in key),
+        row=row,
     )
     with conn.cursor(name=f"elephant_export_{table.name}") as cursor:
         cursor.itersize = FETCH
