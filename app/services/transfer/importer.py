@@ -32,6 +32,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, fields, replace
@@ -58,6 +59,8 @@ from app.services.runtime import Elephant
 from app.services.transfer import catalog, fileformat, references, rules
 from app.services.transfer.catalog import Catalog, Column, Table
 from app.services.transfer.export import VECTOR_COLUMN
+
+log = logging.getLogger(__name__)
 
 # The import's temporary tables, named so in sql/transfer/import_*.sql too: the file's
 # row lines, and (with new_ids) old uuid (text) -> new uuid.
@@ -162,17 +165,21 @@ def _record_way(elephant: Elephant, tenant: str) -> None:
     search.tenant_index_rows, else the shared graphs until the keeper, in its next round,
     builds the tenant's own indexes (an import builds no index beside a live server)."""
     threshold = elephant.settings.search.tenant_index_rows
-    with elephant.db.admin_connection() as conn, conn.transaction():
-        # Row-level security may apply to the migrator (external mode, FORCE): scope it.
-        conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
-        row = conn.execute(load_sql("transfer/import_vector_rows.sql"), {"tenant": tenant})
-        found = row.fetchone()
-        vector_rows = int(found[0]) if found else 0
-        way = "exact" if vector_rows < threshold else "shared"
-        conn.execute(
-            load_sql("db/tenant_way_record.sql"),
-            {"tenant": tenant, "way": way, "rows": vector_rows, "indexed": False, "seconds": None},
-        )
+    try:
+        with elephant.db.admin_connection() as conn, conn.transaction():
+            # Row-level security may apply to the migrator (external mode, FORCE): scope it.
+            conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
+            found = conn.execute(
+                load_sql("transfer/import_vector_rows.sql"), {"tenant": tenant}
+            ).fetchone()
+            rows = int(found[0]) if found else 0
+            way = "exact" if rows < threshold else "shared"
+            conn.execute(
+                load_sql("db/tenant_way_record.sql"),
+                {"tenant": tenant, "way": way, "rows": rows, "indexed": False, "seconds": None},
+            )
+    except psycopg.Error as exc:  # the rows are in: an unrecorded tenant is read exactly
+        log.warning("imported tenant %s: its vector way was not recorded: %s", tenant, exc)
     elephant.vector_ways.forget(tenant)
 
 
