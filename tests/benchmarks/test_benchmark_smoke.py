@@ -406,3 +406,12 @@ def test_transfer_roundtrip_benchmark_smoke(tmp_path: Path) -> None:
         assert measured["identical_search_lists"]["tsvector"] == report["searches"] > 0
         assert number(measured["import_seconds"]) > 0
     assert "identical search lists" in result.stdout
+
+
+@pytest.mark.heavy_smoke
+def test_backup_restore_benchmark_smoke(tmp_path: Path) -> None:
+    """elephant backup, then restore into a second embedded server: every count equal."""
+    _, report = run_smoke("backup_restore", tmp_path, 300)
+    assert report["size"] == 2000 and report["rows"] == report["restored_rows"] > 0
+    assert report["mismatched"] == {} and report["invalid_indexes"] == []
+    assert number(report["backup_s"]) > 0 and number(report["restore_s"]) > 0
