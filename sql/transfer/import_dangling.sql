@@ -16,4 +16,3 @@ SELECT s.n, s.line -> 'row' ->> %(column)s
                     WHERE k.section = %(target)s
                       AND k.key = s.line -> 'row' ->> %(column)s)
  ORDER BY s.n
- LIMIT 1

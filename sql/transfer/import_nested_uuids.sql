@@ -12,4 +12,3 @@ SELECT s.n, v #>> '{}'
    AND jsonb_typeof(s.line -> 'row' -> %(column)s::text) IN ('object', 'array')
    AND v #>> '{}' ~* %(uuid)s
  ORDER BY s.n
- LIMIT 1
