@@ -9,6 +9,11 @@
 -- scan's rows, and the scan goes on past other tenants' better-scoring documents until
 -- the tenant's LIMIT is met (tests/integration/test_search_plans.py proves both).
 --
+-- Equal scores are common (short facts, repeated words) and the LIMIT cuts through
+-- them: `, id` makes the cut the same wherever the rows lie on disk (an imported copy,
+-- a table after updates), as the tsvector lane's does. The plan stays the ordered bm25
+-- scan under an Incremental Sort, which reads on only through the tied scores at the cut.
+--
 -- Parameters
 --   keyword_memories, keyword_facts int      lane sizes, per variant
 --   the filters of memory_filters.sql and fact_filters.sql
@@ -21,7 +26,7 @@
             FROM memories AS m
             WHERE m.tenant_id = %(tenant)s
               {memory_filters}
-            ORDER BY score
+            ORDER BY score, m.id
             LIMIT %(keyword_memories)s
         ) AS ranked
         UNION ALL
@@ -31,7 +36,7 @@
             FROM facts AS f
             WHERE f.tenant_id = %(tenant)s
               {fact_filters}
-            ORDER BY score
+            ORDER BY score, f.id
             LIMIT %(keyword_facts)s
         ) AS ranked
     ) AS hit
