@@ -10,14 +10,14 @@ WITH moved AS (
     FROM ag_catalog.ag_graph
     WHERE graphid <> namespace::oid
 ),
-labels AS (
+relabelled AS (
     UPDATE ag_catalog.ag_label AS l SET graph = moved.new_id
     FROM moved WHERE l.graph = moved.old_id
     RETURNING 1
 ),
-graphs AS (
+renumbered AS (
     UPDATE ag_catalog.ag_graph AS g SET graphid = moved.new_id
     FROM moved WHERE g.graphid = moved.old_id
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM graphs) AS graphs, (SELECT count(*) FROM labels) AS labels;
+SELECT (SELECT count(*) FROM renumbered) AS graphs, (SELECT count(*) FROM relabelled) AS labels;
