@@ -15,6 +15,13 @@ Why (pg_textsearch 1.0.0, the embedded build; source tag v1.0.0):
 - Nothing is WAL-logged: after kill -9 (of the postmaster, or a crash) the rows
   written since the last checkpoint are missing from the index, with statistics that
   look fine.
+- A build reads the heap with a plain table scan (am/build.c, tp_setup_table_scan) and
+  records each row under its visible version's TID, not its HOT chain's root: a row
+  updated in place (no indexed column changed) cannot be fetched through the rebuilt
+  index, so every REINDEX, this module's too, loses those rows (counted in total_docs,
+  never returned). VACUUM does not help; a table rewrite (VACUUM FULL) does. The probe
+  below finds them when it samples one; tests/integration/test_bm25_ties.py holds the
+  reproduction (a strict xfail).
 - Upstream fixed these after 1.0.0 (timescale/pg_textsearch #333/#335 in 1.1.0, #347
   in 1.2.0, #374/#375 in 1.3.0); only 1.0.0 is packaged here. Spilling the memtable
   (bm25_spill_index), force-merging or pg_textsearch.memtable_spill_threshold do not
