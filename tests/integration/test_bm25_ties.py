@@ -50,6 +50,19 @@ def test_the_bm25_lane_cuts_equal_scores_by_id_not_by_place_on_disk(elephant: El
                 "VALUES (%s, %s, 'note', %s, %s)",
                 (id_, TENANT, f"quokkaz filler{n}", f"ties{n}"),
             )
+    try:
+        found, plan, scores = lane_of(elephant)
+    finally:
+        with elephant.db.admin_connection() as conn:
+            conn.execute("DELETE FROM memories WHERE tenant_id = %s", (TENANT,))
+            conn.execute("DELETE FROM tenants WHERE id = %s", (TENANT,))
+    assert len(scores) == 1, "the notes must score the same for the test to mean anything"
+    assert "Index Scan using memories_text_bm25" in plan, plan  # the ordered bm25 scan
+    assert found == [("memory", id_, rank) for rank, id_ in enumerate(sorted(ids)[:4], start=1)]
+
+
+def lane_of(elephant: Elephant) -> tuple[list[tuple[str, str, int]], str, list[Any]]:
+    """The lane's (item, id, rank) for `quokkaz` keeping 4, its plan, the distinct scores."""
     params = lane_params(elephant, "quokkaz", 4)
     with elephant.db.tenant(TENANT) as conn:
         prepare(conn, elephant, 40)  # enable_sort off: the ordered bm25 scan, as search runs
@@ -58,10 +71,11 @@ def test_the_bm25_lane_cuts_equal_scores_by_id_not_by_place_on_disk(elephant: El
             "FROM memories WHERE tenant_id = %s",
             (TENANT,),
         ).fetchall()
-        lane = conn.execute(splice(LANE_ONLY, "retrieval", keyword_lane="keyword_bm25.sql"), params)
+        query = splice(LANE_ONLY, "retrieval", keyword_lane="keyword_bm25.sql")
+        plan = "\n".join(str(row[0]) for row in conn.execute("EXPLAIN " + query, params))
+        lane = conn.execute(query, params)
         found = [(item, str(id_), rank) for item, id_, rank in lane.fetchall()]
-    assert len(scores) == 1, "the notes must score the same for the test to mean anything"
-    assert found == [("memory", id_, rank) for rank, id_ in enumerate(sorted(ids)[:4], start=1)]
+    return found, plan, scores
 
 
 @needs_bm25
