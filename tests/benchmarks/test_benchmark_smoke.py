@@ -405,6 +405,10 @@ def test_transfer_roundtrip_benchmark_smoke(tmp_path: Path) -> None:
         assert measured["file"]["same_length"] and measured["file"]["differing_lines"] == 0
         assert measured["identical_search_lists"]["tsvector"] == report["searches"] > 0
         assert number(measured["import_seconds"]) > 0
+    alone = report["after_erasing_the_new_ids_copy_and_a_restart"]  # both servers restarted
+    assert alone["statistics_after"]["source"] == alone["statistics_after"]["empty"]
+    same_ids = alone["same_ids_empty_database"]["identical_with_scores_as_the_source_now"]
+    assert same_ids["tsvector"] == report["searches"]
     assert "identical search lists" in result.stdout
 
 
