@@ -388,8 +388,10 @@ class Database:
             self._known_tenants.discard(tenant_id)
 
     @contextmanager
-    def tenant(self, tenant_id: str) -> Iterator[Connection]:
-        """One transaction scoped to a tenant by row-level security; commits on success."""
+    def tenant(self, tenant_id: str, *, create: bool = True) -> Iterator[Connection]:
+        """One transaction scoped to a tenant by row-level security; commits on success.
+        A request's first write creates the tenant's row; ``create=False`` (a queued job)
+        never does, so a job that ends after its tenant was erased cannot bring it back."""
         try:
             validate_tenant_id(tenant_id)
         except ValueError as exc:
@@ -398,7 +400,7 @@ class Database:
         try:
             with self._pooled(self.pool) as conn, conn.transaction():
                 self._begin(conn, _OPEN_TENANT, (TENANT_SETTING, tenant_id))
-                if tenant_id not in self._known_tenants:
+                if create and tenant_id not in self._known_tenants:
                     conn.execute(
                         "INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING",
                         (tenant_id,),

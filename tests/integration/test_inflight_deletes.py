@@ -284,6 +284,8 @@ def test_a_tenant_erased_during_extraction_gets_nothing_back(elephant: Elephant)
             query = f"SELECT count(*) FROM {table} WHERE tenant_id = %s"
             row = conn.execute(query, (tenant,)).fetchone()
             assert row is not None and row[0] == 0, table
+        tenants = conn.execute("SELECT count(*) FROM tenants WHERE id = %s", (tenant,))
+        assert tenants.fetchone() == (0,), "the job brought the erased tenant's row back"
 
 
 # ------------------------------------------------------------------ races, over HTTP

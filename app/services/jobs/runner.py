@@ -66,7 +66,10 @@ def run_job(elephant: Elephant, job: queue.Job) -> int:
     try:
         if handler is None:
             raise ElephantError(f"unknown job kind {job.kind!r}")
-        with elephant.leases.holding(job.id), elephant.db.tenant(job.tenant_id) as conn:
+        with (
+            elephant.leases.holding(job.id),
+            elephant.db.tenant(job.tenant_id, create=False) as conn,
+        ):
             reason: str | None = None
             try:
                 count = handler(elephant, conn, job)
@@ -86,7 +89,7 @@ def run_job(elephant: Elephant, job: queue.Job) -> int:
 
 def _record_failure(elephant: Elephant, job: queue.Job, exc: BaseException) -> None:
     message = getattr(exc, "message", None) or f"{type(exc).__name__}: {exc}"
-    with elephant.db.tenant(job.tenant_id) as conn:
+    with elephant.db.tenant(job.tenant_id, create=False) as conn:  # erased: stays erased
         if isinstance(exc, LLMError):
             record_usage(conn, job.tenant_id, job.kind, exc.usage, ok=False, error=message)
         state = queue.fail(conn, job, message, elephant.settings.worker.backoff_s)
@@ -116,16 +119,17 @@ def run_job_now(
     Returns (facts stored by this call, the job's status afterwards). A job that still
     reads "queued" but cannot be claimed is being claimed by a worker at this moment (its
     row is locked, its claim not yet committed): keep trying until one of us has it.
+    The commit made the tenant's row; an erasure meanwhile is not undone here.
     """
     deadline = time.monotonic() + timeout_s
     while True:
-        with elephant.db.tenant(tenant) as conn:
+        with elephant.db.tenant(tenant, create=False) as conn:
             job = queue.claim_one(conn, tenant, job_id)
         if job is not None:
             count = run_job(elephant, job)
-            with elephant.db.tenant(tenant) as conn:
+            with elephant.db.tenant(tenant, create=False) as conn:
                 return count, queue.status(conn, tenant, job_id) or "missing"
-        with elephant.db.tenant(tenant) as conn:
+        with elephant.db.tenant(tenant, create=False) as conn:
             state = queue.status(conn, tenant, job_id) or "missing"
         if state not in ("queued", "running") or time.monotonic() > deadline:
             return 0, state

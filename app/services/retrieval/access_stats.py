@@ -158,7 +158,7 @@ class AccessRecorder:
                 self._keep(tenant, uses)
         for tenant, what, write in writes:
             try:
-                with self._db.tenant(tenant) as conn:
+                with self._db.tenant(tenant, create=False) as conn:  # erased: stays erased
                     write(conn)
             except (ElephantError, psycopg.Error) as exc:  # bookkeeping: never fail a search
                 log.warning("%s not recorded: %s", what, exc)
