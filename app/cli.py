@@ -227,12 +227,9 @@ class _Opening:
 def _open_serving(settings: Settings, embedder: Any = None) -> Any:
     """The runtime of a serving process: it repairs the BM25 indexes in the background,
     never on its start path (``keyword_repairs="background"``, app/db/keyword_index.py)."""
-    from app.db import Database
     from app.services.runtime import Elephant
 
-    db = Database(settings, keyword_repairs="background")
-    db.open()
-    return Elephant.open(settings, db=db, embedder=embedder)
+    return Elephant.open(settings, embedder=embedder, keyword_repairs="background")
 
 
 def _warm_up(elephant: Any) -> None:

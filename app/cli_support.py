@@ -58,12 +58,9 @@ def opened_runtime(settings: Settings | None = None) -> Iterator[tuple[Any, str]
 def open_command_runtime(settings: Settings) -> Any:
     """The runtime of a one-shot command: beside a running server it never rebuilds an index
     nor ends the server's sessions (``keyword_repairs="report"``, app/db/keyword_index.py)."""
-    from app.db import Database
     from app.services.runtime import Elephant
 
-    db = Database(settings, keyword_repairs="report")
-    db.open()
-    return Elephant.open(settings, db=db)
+    return Elephant.open(settings, keyword_repairs="report")
 
 
 def print_json(value: Any) -> None:

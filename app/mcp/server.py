@@ -168,13 +168,10 @@ class Startup:
         finally:
             self._listed.set()
         try:
-            from app.db import Database
             from app.services.runtime import Elephant
 
             # A serving process: BM25 repairs in the background, never on the start path.
-            db = Database(self.settings, keyword_repairs="background")
-            db.open()
-            elephant = Elephant.open(self.settings, db=db)
+            elephant = Elephant.open(self.settings, keyword_repairs="background")
             from app.services.ops import reembed
 
             reembed.follow(elephant)  # the database's model, now and after a re-embed

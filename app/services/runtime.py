@@ -14,6 +14,7 @@ from typing import Protocol
 
 from app.config import Settings
 from app.db import Database
+from app.db.keyword_index import Repairs
 from app.db.tenant_indexes import WayCache
 from app.errors import DatabaseUnavailable
 from app.providers.embedder import Embedder, build_embedder
@@ -65,9 +66,11 @@ class Elephant:
         embedder: Embedder | None = None,
         llm: LLM | None = None,
         use_llm_from_settings: bool = True,
+        keyword_repairs: Repairs = "here",
     ) -> Elephant:
-        """Open the database (unless given) and build the providers the settings name."""
-        database = db or Database(settings)
+        """Open the database (unless given; ``keyword_repairs``: who repairs its BM25
+        indexes, app/db/keyword_index.py) and build the providers the settings name."""
+        database = db or Database(settings, keyword_repairs=keyword_repairs)
         if db is None:
             database.open()
         if llm is None and use_llm_from_settings:
