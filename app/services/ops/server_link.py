@@ -155,16 +155,8 @@ def _read(path: Path) -> Link | None:
 
 def find(settings: Settings) -> Link | None:
     """The published server for this database and model, if its process still lives."""
-    link = _read(_path(settings))
-    if link is None or link.database != fingerprint(settings):
-        return None
-    import psutil
-
-    try:
-        created = psutil.Process(link.pid).create_time()
-    except psutil.Error:
-        return None  # stale: the server died without removing its file
-    return link if abs(created - link.created) < 1.0 else None
+    link = running(settings)
+    return link if link is not None and link.database == fingerprint(settings) else None
 
 
 def running(settings: Settings) -> Link | None:
@@ -178,7 +170,7 @@ def running(settings: Settings) -> Link | None:
     try:
         created = psutil.Process(link.pid).create_time()
     except psutil.Error:
-        return None
+        return None  # stale: the server died without removing its file
     return link if abs(created - link.created) < 1.0 else None
 
 
