@@ -159,6 +159,15 @@ def _locked(conn: Connection) -> Iterator[bool]:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_LOCK,))
 
 
+def record_counted(conn: Connection, tenant: str, rows: int, threshold: int) -> TenantWay:
+    """Record the way of a tenant just counted, before the keeper's next round looks at
+    it (an import): exact below ``threshold``, else the shared graphs until the keeper
+    builds the tenant's own indexes."""
+    way = TenantWay(tenant, "exact" if rows < threshold else "shared", rows)
+    _record(conn, way, indexed=False)
+    return way
+
+
 def keep(
     admin: AdminConnection,
     threshold: int,

@@ -45,6 +45,7 @@ from alembic.util.exc import CommandError
 from psycopg import sql
 
 from app.config import validate_tenant_id
+from app.db import tenant_indexes
 from app.db.resources import fragment, load_sql, migrations_dir
 from app.db.runtime import TENANT_SETTING, Connection, SQLParams
 from app.errors import CapabilityMissing, Conflict, InvalidInput
@@ -172,12 +173,7 @@ def _record_way(elephant: Elephant, tenant: str) -> None:
             found = conn.execute(
                 load_sql("transfer/import_vector_rows.sql"), {"tenant": tenant}
             ).fetchone()
-            rows = int(found[0]) if found else 0
-            way = "exact" if rows < threshold else "shared"
-            conn.execute(
-                load_sql("db/tenant_way_record.sql"),
-                {"tenant": tenant, "way": way, "rows": rows, "indexed": False, "seconds": None},
-            )
+            tenant_indexes.record_counted(conn, tenant, int(found[0]) if found else 0, threshold)
     except psycopg.Error as exc:  # the rows are in: an unrecorded tenant is read exactly
         log.warning("imported tenant %s: its vector way was not recorded: %s", tenant, exc)
     elephant.vector_ways.forget(tenant)
