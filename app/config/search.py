@@ -97,6 +97,21 @@ class SearchSettings(_Section):
         description="auto: BM25 when pg_textsearch is installed and its probe finds what the "
         "tables hold, else tsvector ranking.",
     )
+    keyword_statistics: Literal["tenant", "table"] = Field(
+        "tenant",
+        description="What the BM25 lane ranks by. tenant: the tenant's own statistics (how "
+        "many of its documents hold a word, their length), over the index's best "
+        "keyword_pool candidates. table: the index's statistics over every tenant's rows, "
+        "which tell a tenant which words other tenants use (issue 40; for comparison only).",
+    )
+    keyword_pool: int = Field(
+        50,
+        ge=1,
+        le=1000,
+        description="With keyword_statistics = tenant: candidates per query variant and "
+        "table that the BM25 lane rescores (at least the lane's size). A query whose words "
+        "are in fewer of the tenant's documents is ranked from the tenant's rows alone.",
+    )
     bm25_rebuild_on_restart: bool = Field(
         True,
         description="REINDEX the BM25 indexes once per server start (pg_textsearch 1.0.0 "

@@ -59,6 +59,8 @@
 --                                            0: none, passage_share still scores the rest)
 --   seen_chars int                           ~ characters the embedding model sees of a text
 --   keyword_memories, keyword_facts int      keyword lane sizes, memories and facts
+--   keyword_memory_pool, keyword_fact_pool int   candidates the bm25 lane rescores with the
+--                                            tenant's own statistics (keyword_bm25_tenant.sql)
 --   graph int                                graph lane size
 --   preferences int                          preference lane size (0: off)
 --   preference_min_similarity float8         cosine below which a preference is not shown

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from app.config import SearchSettings
 from app.db.replicas import Consistency, ReplicaUnavailable
 from app.db.resources import load_statement
 from app.db.runtime import Connection
@@ -70,17 +71,24 @@ MIN_EF_SEARCH = 40  # pgvector's default
 MAX_LIMIT = 200  # the most results a search returns (SearchRequest.limit)
 
 
+KEYWORD_LANES = {
+    ("bm25", "tenant"): "keyword_bm25_tenant.sql",
+    ("bm25", "table"): "keyword_bm25.sql",
+}
+
+
 @cache
-def statement(engine: str, own_indexes_of: str | None = None) -> str:
+def statement(engine: str, own_indexes_of: str | None = None, statistics: str = "tenant") -> str:
     """sql/retrieval/hybrid_search.sql with its slots filled: the filters
     (sql/retrieval/memory_filters.sql, sql/retrieval/fact_filters.sql) and the keyword
-    lane of ``engine`` ("bm25" or "tsvector").
+    lane of ``engine`` ("bm25" or "tsvector"); a bm25 lane ranks by the tenant's own
+    ``statistics`` ("tenant") or by the index's over every tenant ("table").
 
     ``own_indexes_of``: a tenant with HNSW indexes of its own, written in as a literal
     (a validated tenant id: letters, digits, '_' and '-') so that the planner proves
     their ``WHERE tenant_id = '<tenant>'`` and walks them; a parameter cannot be proved.
     One statement text per such tenant (a few big ones), each prepared once."""
-    lane = "keyword_bm25.sql" if engine == "bm25" else "keyword_tsvector.sql"
+    lane = KEYWORD_LANES.get((engine, statistics), "keyword_tsvector.sql")
     text = load_statement("retrieval/hybrid_search.sql", keyword_lane=lane)
     return text if own_indexes_of is None else naming_tenant(text, own_indexes_of)
 
@@ -338,6 +346,9 @@ def statement_params(
         "vectors": list(vectors),
         "texts": variants if engine == "bm25" else [keyword_text(v) for v in variants],
         **lanes,
+        **(_keyword_pools(settings, lanes) if engine == "bm25" else {}),
+        # not a statement parameter: run_statement picks the keyword lane by it
+        "keyword_statistics": settings.keyword_statistics,
         "rrf_k": settings.rrf_k,
         "variant_weights": [1.0] + [settings.variant_weight] * (len(variants) - 1),
         **weight_parameters(settings),
@@ -377,6 +388,17 @@ def statement_params(
     }
 
 
+def _keyword_pools(settings: SearchSettings, lanes: dict[str, int]) -> dict[str, int]:
+    """How many of the index's best candidates the tenant-statistics BM25 lane rescores,
+    per table: search.keyword_pool, at least the lane's size, 0 when the lane is off."""
+    if settings.keyword_statistics != "tenant":
+        return {}
+    return {
+        f"keyword_{part}_pool": max(settings.keyword_pool, size) if size else 0
+        for part, size in (("memory", lanes["keyword_memories"]), ("fact", lanes["keyword_facts"]))
+    }
+
+
 def prepare(conn: Connection, elephant: Elephant, largest_lane: int, way: Way = "exact") -> None:
     """Transaction-local planner settings every lane depends on (see the module docstring),
     in one round trip. With search.generic_plan the statement is planned once per
@@ -402,7 +424,8 @@ def run_statement(conn: Connection, engine: str, params: dict[str, Any]) -> list
     """The search statement as a server-side prepared statement (psycopg keeps one per
     connection and statement text), so prepare()'s plan mode applies to it."""
     own = params["tenant"] if params.get("way") == "own" else None
-    return conn.execute(statement(engine, own), params, prepare=True).fetchall()
+    text = statement(engine, own, params.get("keyword_statistics", "tenant"))
+    return conn.execute(text, params, prepare=True).fetchall()
 
 
 _RANKS = slice(15, 15 + len(LANES))  # the statement's rank columns, one per lane, in order
