@@ -27,7 +27,7 @@ from app.config import validate_tenant_id
 from app.db.resources import load_sql
 from app.db.runtime import Connection, Database
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
-from app.services.access import audit
+from app.services.access import analyst_fence, audit
 from app.services.access.auth import Principal
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,29}$")
@@ -211,7 +211,6 @@ def _create(
         ("statement_timeout", f"{request.statement_timeout_seconds}s"),
         ("default_transaction_read_only", "on"),
         ("idle_in_transaction_session_timeout", "5min"),
-        ("search_path", "public"),
     ):
         conn.execute(
             sql.SQL("ALTER ROLE {} SET {} = {}").format(
@@ -235,6 +234,7 @@ def _create(
             target=request.name,
             detail={"role": role, "tenants": request.tenants},
         )
+    analyst_fence.build(conn, role)  # its views, its graphs, its search_path
     rows = conn.execute(load_sql("access/list_analysts.sql"), (None, None)).fetchall()
     return next(row for row in rows if row[0] == request.name)
 
@@ -269,6 +269,7 @@ def revoke(
                 (analyst.role,),
             )
         with conn.transaction():
+            analyst_fence.remove(conn, analyst.role)
             conn.execute("DELETE FROM analysts WHERE role_name = %s", (analyst.role,))
             conn.execute(sql.SQL("DROP ROLE {}").format(ident))
             granted_tenants: list[str | None] = [*analyst.tenants] or [None]
