@@ -305,7 +305,12 @@ def serve_in_thread(
     its base URL (``log_config=None``: the app's own logging, as `elephant serve` runs)."""
     server = uvicorn.Server(
         uvicorn.Config(
-            app, host="127.0.0.1", port=free_port(), log_level=log_level, log_config=log_config
+            app,
+            host="127.0.0.1",
+            port=free_port(),
+            log_level=log_level,
+            log_config=log_config,
+            proxy_headers=False,  # as the CLI runs it: the app reads auth.trusted_proxies
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)

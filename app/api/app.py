@@ -42,6 +42,7 @@ from app.services.runtime import Elephant
 from app.web.access import AccessMiddleware
 from app.web.access_log import access_hook
 from app.web.failed_auth import FailedAuthGuard
+from app.web.proxies import behind_proxies
 from app.web.route_access import PUBLIC, check_route_access, route_access
 
 OPENAPI_PATH = "/schema"
@@ -143,9 +144,12 @@ def create_app(
             *console,
         ],
         template_config=template_config,
-        state=State({"settings": settings}),
+        # failed_auth: the console's sign-in spends the budget REST and MCP spend.
+        state=State({"settings": settings, "failed_auth": failed_auth}),
         middleware=[
-            ErrorShape(),  # outermost: reshapes errors written outside the exception handlers
+            # outermost: the client's address from trusted proxies only (app/web/proxies.py)
+            behind_proxies(settings.auth),
+            ErrorShape(),  # reshapes errors written outside the exception handlers
             RequestLogContext(),
             RequestTiming(),
             AccessMiddleware(settings, provide_elephant, bind, link_token, failed_auth),

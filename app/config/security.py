@@ -7,11 +7,12 @@ web console's sign-in session.
 
 from __future__ import annotations
 
-from typing import Literal
+import ipaddress
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from app.config.base import _Section, validate_tenant_id
+from app.config.base import _Section, _split_list, validate_tenant_id
 
 
 class AuthSettings(_Section):
@@ -32,11 +33,34 @@ class AuthSettings(_Section):
     rate_denied_per_minute: int = Field(
         30,
         ge=0,
-        description="Failed key checks per minute per client address and presented key prefix "
-        "before 429 (REST and MCP over HTTP count together; console sign-ins per address); "
-        "from one address, failures of keys not yet seen to verify may reach 10 times this "
-        "(0 = no limit).",
+        description="Wrong secrets per minute per client address and key prefix before 429 "
+        "(REST, MCP over HTTP and console sign-ins count together); from one address, failed "
+        "lookups of keys not yet seen to verify, and wrong secrets across prefixes, may each "
+        "reach 10 times this. The right secret of a key that has verified in this process is "
+        "never refused (0 = no limit).",
     )
+    trusted_proxies: tuple[str, ...] = Field(
+        ("127.0.0.1", "::1"),
+        description="Addresses or networks (CIDR, comma-separated in the env) of your reverse "
+        "proxies: only from these is X-Forwarded-For read (its right-most address that is not "
+        "one of them is the client's, for the failed-auth budgets, the audit log and the "
+        "console) and X-Forwarded-Proto. Empty: the peer is always the client.",
+    )
+
+    @field_validator("trusted_proxies", mode="before")
+    @classmethod
+    def _networks(cls, value: Any) -> Any:
+        value = _split_list(value)
+        if not isinstance(value, tuple):
+            return value
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{entry!r} is not an IP address or network (e.g. 10.0.0.5, 10.0.0.0/8)"
+                ) from None
+        return value
 
 
 class TenantSettings(_Section):

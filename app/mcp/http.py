@@ -38,6 +38,7 @@ from app.services.access.auth import Principal, authenticate
 from app.services.runtime import Elephant
 from app.web.bearer import bearer_token
 from app.web.failed_auth import FailedAuthGuard
+from app.web.proxies import behind_proxies
 
 # The key KeyGate verified for the request being handled, and its principal: fastmcp's
 # verifier runs in the same task, below the gate, and is handed only the token.
@@ -149,9 +150,12 @@ def gated(
 
 def standalone_app(settings: Settings, get_elephant: Callable[[], Elephant]) -> ASGIApp:
     """`elephant mcp --http`'s app: MCP at /mcp, behind the gate (with keys) and the
-    process's own failed-auth budget. uvicorn runs its lifespan."""
+    process's own failed-auth budget, the client's address read from trusted proxies
+    (app/web/proxies.py). uvicorn runs its lifespan."""
     mcp = http_app(build_http_server(settings, get_elephant), path="/mcp")
-    return gated(mcp, settings, get_elephant, FailedAuthGuard(settings.auth))
+    return behind_proxies(settings.auth)(
+        gated(mcp, settings, get_elephant, FailedAuthGuard(settings.auth))
+    )
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -1,8 +1,10 @@
 """The failed-auth budget (app/web/failed_auth.py), tried as a key guesser would: over MCP
-as over REST, both doors spending one budget, per address and key prefix (a guesser
-behind a shared address does not lock out the valid keys beside it), with a per-address
-cap for a guesser who draws a fresh prefix per try. The API and `elephant mcp --http`
-run with a small budget (5 failures a minute: the per-address cap is 50)."""
+as over REST, both doors spending one budget: wrong secrets of a key's prefix per address
+and prefix (a guesser behind a shared address does not lock out the valid keys beside
+it), lookups of prefixes never seen to verify per address (a guesser who draws a fresh
+prefix per try). The API and `elephant mcp --http` run with a small budget (5 failures a
+minute: the per-address cap is 50). tests/integration/test_failed_secrets.py: the right
+secret is never refused."""
 
 from __future__ import annotations
 
@@ -39,6 +41,13 @@ INIT = {
         "clientInfo": {"name": "t", "version": "1"},
     },
 }
+
+
+def known_prefix(api: TestClient, db: Database) -> str:  # type: ignore[type-arg]
+    """The prefix of a key that has verified in the API's process."""
+    key = new_key(db)
+    assert api.get("/stats", headers=bearer(key)).status_code == 200
+    return key.split("_")[1]
 
 
 def bad_key(prefix: str | None = None) -> str:
@@ -90,7 +99,7 @@ def test_bad_tokens_to_the_mcp_mount_get_429_after_the_budget_and_are_audited(
     db: Database,
 ) -> None:
     before = len(denials(db, "POST /mcp", "testclient"))
-    key = bad_key()
+    key = bad_key(known_prefix(api, db))  # a wrong secret: refused without a lookup
     answers = [api.post("/mcp", json=INIT, headers={**ACCEPT, **bearer(key)}) for _ in range(40)]
     assert statuses(answers) == [401] * BUDGET + [429] * (40 - BUDGET)
     refused, limited = answers[0], answers[-1]
@@ -112,13 +121,14 @@ def test_bad_tokens_to_the_mcp_mount_get_429_after_the_budget_and_are_audited(
 
 def test_rest_and_mcp_spend_one_budget(
     api: TestClient,  # type: ignore[type-arg]
+    db: Database,
 ) -> None:
-    key = bad_key()
+    key = bad_key(known_prefix(api, db))
     first = [api.get("/stats", headers=bearer(key)) for _ in range(3)]
     then = [api.post("/mcp", json=INIT, headers={**ACCEPT, **bearer(key)}) for _ in range(3)]
     assert statuses(first) + statuses(then) == [401, 401, 401, 401, 401, 429]
     assert api.get("/stats", headers=bearer(key)).status_code == 429
-    other = bad_key()  # and the other way round
+    other = bad_key(known_prefix(api, db))  # and the other way round
     mcp = [api.post("/mcp", json=INIT, headers={**ACCEPT, **bearer(other)}) for _ in range(BUDGET)]
     assert statuses(mcp) == [401] * BUDGET
     assert api.get("/stats", headers=bearer(other)).status_code == 429
@@ -130,7 +140,10 @@ def test_elephant_mcp_http_has_the_budget_and_the_audit(
     """`elephant mcp --http`'s app (MCP at /mcp, no REST beside it), on uvicorn."""
     before = len(denials(db, "POST /mcp", "127.0.0.1"))
     with serve_in_thread(standalone_app(limited, lambda: elephant)) as url:
-        key = bad_key()
+        working = new_key(db)
+        opened = httpx.post(f"{url}/mcp", json=INIT, headers={**ACCEPT, **bearer(working)})
+        assert opened.status_code == 200, opened.text
+        key = bad_key(working.split("_")[1])
         answers = [
             httpx.post(f"{url}/mcp", json=INIT, headers={**ACCEPT, **bearer(key)}, timeout=10)
             for _ in range(BUDGET + 2)
@@ -161,11 +174,13 @@ def mcp_read_and_write(url: str, key: str) -> tuple[Any, Any]:
 def test_a_guesser_does_not_lock_out_the_valid_keys_of_its_address(
     limited: Settings, elephant: Elephant, db: Database
 ) -> None:
-    """200 bad keys from 127.0.0.1 (REST and MCP, one prefix); a valid key never used
-    before, from the same address, still reads and writes on both doors."""
+    """200 wrong secrets from 127.0.0.1 on a working key's prefix (REST and MCP); a valid
+    key never used before, from the same address, still reads and writes on both doors."""
     valid = new_key(db)
-    guess = bad_key()
     with serve_in_thread(create_app(limited, elephant)) as url, httpx.Client(timeout=10) as http:
+        working = new_key(db)
+        assert http.get(f"{url}/stats", headers=bearer(working)).status_code == 200
+        guess = bad_key(working.split("_")[1])
         tries = [http.get(f"{url}/stats", headers=bearer(guess)) for _ in range(100)] + [
             http.post(f"{url}/mcp", json=INIT, headers={**ACCEPT, **bearer(guess)})
             for _ in range(100)

@@ -16,11 +16,10 @@ from app.errors import ElephantError, InvalidInput, RateLimited, retry_headers
 from app.services.access import audit, console_sessions
 from app.services.runtime import Elephant
 from app.web.cookies import COOKIE, COOKIE_PATH, read_session_token, session_cookie
-from app.web.ratelimit import RateLimiter
+from app.web.failed_auth import FailedAuthGuard
 from app.web.route_access import CONSOLE_PUBLIC, CONSOLE_READ
 
 SIGN_IN = "/ui/login"
-_failures = RateLimiter()  # failed sign-ins per client address, as for bad bearer keys
 
 
 @dataclass
@@ -74,17 +73,21 @@ class SignInPages(Controller):
     ) -> Response[Any]:
         settings = elephant.settings
         target = safe_next(data.next)
-        client = _client(request)
-        budget = settings.auth.rate_denied_per_minute
+        client, key = _client(request), data.key.strip()
+        # The process's failed-auth budget, shared with REST and MCP (app/web/failed_auth.py):
+        # a guesser behind the same address never holds back the right key's sign-in.
+        guard: FailedAuthGuard = request.app.state["failed_auth"]
         try:
-            _failures.check(client, "sign-in", budget)
-            session = console_sessions.sign_in(
-                elephant.db, data.key.strip(), client, settings.console.session_hours
+            session = guard.guarded(
+                client,
+                key,
+                lambda: console_sessions.sign_in(
+                    elephant.db, key, client, settings.console.session_hours
+                ),
             )
         except RateLimited as exc:  # the form again, with when to retry
             return _sign_in_page(exc.message, target, exc.status_code, retry_headers(exc))
         except ElephantError as exc:
-            _failures.take(client, "sign-in", budget)
             audit.record(
                 elephant.db,
                 tenant=None,
