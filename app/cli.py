@@ -168,6 +168,7 @@ def serve(host: str | None, port: int | None, auth: str | None) -> None:
             log_level=settings.log.level.lower(),
             log_config=None,  # our handler and format (app.logs), not uvicorn's
             access_log=False,  # the app's own, by route template (app/web/access_log.py)
+            proxy_headers=False,  # the app reads auth.trusted_proxies (app/web/proxies.py)
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     except SystemExit as exc:  # SIGTERM, re-raised by uvicorn once it has shut down
@@ -314,6 +315,7 @@ def mcp_command(
             log_level=settings.log.level.lower(),
             log_config=None,
             access_log=False,  # AccessLog's lines, by route, instead of the path as sent
+            proxy_headers=False,  # the app reads auth.trusted_proxies (app/web/proxies.py)
             timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
         )
     finally:
