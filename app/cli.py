@@ -227,10 +227,14 @@ class _Opening:
 
 def _open_serving(settings: Settings, embedder: Any = None) -> Any:
     """The runtime of a serving process: it repairs the BM25 indexes in the background,
-    never on its start path (``keyword_repairs="background"``, app/db/keyword_index.py)."""
+    never on its start path (``keyword_repairs="background"``, app/db/keyword_index.py),
+    and holds analysts to their limits (app/services/access/analyst_guard.py)."""
+    from app.services.access.analyst_guard import start_guard
     from app.services.runtime import Elephant
 
-    return Elephant.open(settings, embedder=embedder, keyword_repairs="background")
+    elephant = Elephant.open(settings, embedder=embedder, keyword_repairs="background")
+    start_guard(elephant)
+    return elephant
 
 
 def _warm_up(elephant: Any) -> None:

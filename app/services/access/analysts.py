@@ -34,6 +34,13 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]{0,29}$")
 PASSWORD_BYTES = 24
 MAX_TENANTS = 100
 CREATED_NOTE = "store this password now: it is not shown again"
+# Limits every analyst role gets (docs/security.md, "SQL analysts"). A session may raise
+# the USERSET ones for itself: the analyst guard (analyst_guard.py) enforces the timeouts
+# from the server. temp_file_limit is superuser-only, so the role's default holds.
+IDLE_IN_TRANSACTION_SECONDS = 60
+WORK_MEM = "16MB"
+TEMP_FILE_LIMIT = "256MB"
+CONNECTION_LIMIT = 10
 
 
 def analyst_group(app_role: str) -> str:
@@ -85,6 +92,8 @@ class AnalystInfo:
     statement_timeout_seconds: int
     created_by: str
     created_at: datetime
+    # The role's settings as Postgres holds them now, and its connection limit.
+    limits: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +111,11 @@ class AnalystList:
 
 
 def _info(row: tuple[Any, ...]) -> AnalystInfo:
-    name, role, timeout, created_by, created_at, tenants = row
+    name, role, timeout, created_by, created_at, tenants, settings, connection_limit = row
+    limits = dict(item.split("=", 1) for item in settings or ())
+    limits.pop("search_path", None)
+    if connection_limit is not None:  # None: the role is gone (revoke drops the rest)
+        limits["connection_limit"] = str(connection_limit)
     return AnalystInfo(
         name=name,
         role=role,
@@ -110,7 +123,18 @@ def _info(row: tuple[Any, ...]) -> AnalystInfo:
         statement_timeout_seconds=timeout,
         created_by=created_by,
         created_at=created_at,
+        limits=limits,
     )
+
+
+def role_settings(statement_timeout_seconds: int) -> list[tuple[str, str]]:
+    """The settings (ALTER ROLE ... SET) an analyst role is created with."""
+    return [
+        ("statement_timeout", f"{statement_timeout_seconds}s"),
+        ("default_transaction_read_only", "on"),
+        ("idle_in_transaction_session_timeout", f"{IDLE_IN_TRANSACTION_SECONDS}s"),
+        ("work_mem", WORK_MEM),
+    ]
 
 
 def check_reach(principal: Principal, tenants: list[str]) -> None:
@@ -187,6 +211,7 @@ def create(db: Database, request: AnalystIn, *, created_by: str = "cli") -> Crea
         statement_timeout_seconds=info.statement_timeout_seconds,
         created_by=info.created_by,
         created_at=info.created_at,
+        limits=info.limits,
         password=password,
         connection=connection_string(db, role),
     )
@@ -204,23 +229,23 @@ def _create(
     conn.execute(
         sql.SQL(
             "CREATE ROLE {} LOGIN PASSWORD {} NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE "
-            "NOREPLICATION INHERIT CONNECTION LIMIT 10 IN ROLE {}"
-        ).format(ident, sql.Literal(verifier), sql.Identifier(analyst_group(app_role)))
-    )
-    for setting, value in (
-        ("statement_timeout", f"{request.statement_timeout_seconds}s"),
-        ("default_transaction_read_only", "on"),
-        ("idle_in_transaction_session_timeout", "5min"),
-    ):
-        conn.execute(
-            sql.SQL("ALTER ROLE {} SET {} = {}").format(
-                ident, sql.Identifier(setting), sql.Literal(value)
-            )
+            "NOREPLICATION INHERIT CONNECTION LIMIT {} IN ROLE {}"
+        ).format(
+            ident,
+            sql.Literal(verifier),
+            sql.Literal(CONNECTION_LIMIT),
+            sql.Identifier(analyst_group(app_role)),
         )
+    )
+    for setting, value in role_settings(request.statement_timeout_seconds):
+        _set(conn, ident, setting, value)
+    # Superuser-only: a migrator that is not one leaves temp files to the server's limit.
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
+        _set(conn, ident, "temp_file_limit", TEMP_FILE_LIMIT)
     conn.execute(
-        "INSERT INTO analysts (role_name, name, statement_timeout_seconds, created_by) "
-        "VALUES (%s, %s, %s, %s)",
-        (role, request.name, request.statement_timeout_seconds, created_by),
+        "INSERT INTO analysts (role_name, name, statement_timeout_seconds, created_by, verifier) "
+        "VALUES (%s, %s, %s, %s, %s)",
+        (role, request.name, request.statement_timeout_seconds, created_by, verifier),
     )
     for tenant in request.tenants:
         conn.execute(
@@ -235,8 +260,23 @@ def _create(
             detail={"role": role, "tenants": request.tenants},
         )
     analyst_fence.build(conn, role)  # its views, its graphs, its search_path
+    record_settings(conn, role)  # last: every setting of its creation is in
     rows = conn.execute(load_sql("access/list_analysts.sql"), (None, None)).fetchall()
     return next(row for row in rows if row[0] == request.name)
+
+
+def _set(conn: Connection, ident: sql.Identifier, setting: str, value: str) -> None:
+    conn.execute(
+        sql.SQL("ALTER ROLE {} SET {} = {}").format(
+            ident, sql.Identifier(setting), sql.Literal(value)
+        )
+    )
+
+
+def record_settings(conn: Connection, role: str) -> None:
+    """Record the role's settings as they stand: the analyst guard puts them back when
+    the analyst changes them (ALTER ROLE self SET ...)."""
+    conn.execute(load_sql("access/record_analyst_settings.sql"), (role,))
 
 
 def list_analysts(db: Database, *, tenant: str | None = None) -> list[AnalystInfo]:
@@ -257,29 +297,69 @@ def revoke(
     if not found:
         raise NotFound(f"no analyst named {name!r}" + (f" of tenant {tenant}" if tenant else ""))
     analyst = found[0]
-    ident = sql.Identifier(analyst.role)
     with db.admin_connection() as conn:
-        with conn.transaction():
-            conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(ident))
-        # Its sessions end now where the migrator may signal them, else when they
-        # disconnect; either way it can no longer log in.
-        with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
-            conn.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
-                (analyst.role,),
-            )
-        with conn.transaction():
-            analyst_fence.remove(conn, analyst.role)
-            conn.execute("DELETE FROM analysts WHERE role_name = %s", (analyst.role,))
-            conn.execute(sql.SQL("DROP ROLE {}").format(ident))
-            granted_tenants: list[str | None] = [*analyst.tenants] or [None]
-            for granted in granted_tenants:
-                audit.write(
-                    conn,
-                    tenant=granted,
-                    key_prefix=None if revoked_by == "cli" else revoked_by,
-                    action="analyst.revoke",
-                    target=name,
-                    detail={"role": analyst.role},
-                )
+        _end_sessions(conn, analyst.role)
+        try:
+            with conn.transaction():
+                conn.execute("SET LOCAL lock_timeout = '10s'")
+                analyst_fence.remove(conn, analyst.role)
+                conn.execute("DELETE FROM analysts WHERE role_name = %s", (analyst.role,))
+                _drop_role(conn, analyst.role)
+                _audit_revoke(conn, analyst, revoked_by)
+        except psycopg.errors.DependentObjectsStillExist as exc:
+            raise Conflict(
+                f"analyst {name!r} cannot be dropped yet: its role {analyst.role} still holds "
+                f"something outside this database ({exc.diag.message_detail or exc}); drop "
+                f"that there (DROP OWNED BY in that database), then revoke again"
+            ) from None
+        except psycopg.errors.LockNotAvailable:
+            raise Conflict(
+                f"analyst {name!r}: its objects are in use (waited 10 s): revoke again"
+            ) from None
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise Forbidden(
+                f"the database user Elephant migrates with may not drop role {analyst.role} "
+                f"or what it owns: {exc.diag.message_primary}"
+            ) from None
     return analyst
+
+
+def _end_sessions(conn: Connection, role: str) -> None:
+    """It can no longer log in, and its sessions end now (waiting up to 5 s each) where
+    the migrator may signal them, else when they disconnect."""
+    with conn.transaction():
+        if _role_exists(conn, role):
+            conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(sql.Identifier(role)))
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        conn.execute(
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = %s",
+            (role,),
+        )
+
+
+def _role_exists(conn: Connection, role: str) -> bool:
+    return conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone() is not None
+
+
+def _drop_role(conn: Connection, role: str) -> None:
+    """Drop what the role owns here (large objects it made before migration 0018 took
+    lo_create away, anything a migrator that is not a superuser could not take away) and
+    its privileges, then the role: nothing of it is left."""
+    if not _role_exists(conn, role):
+        return  # dropped outside Elephant: only its rows were left
+    ident = sql.Identifier(role)
+    conn.execute(sql.SQL("DROP OWNED BY {}").format(ident))
+    conn.execute(sql.SQL("DROP ROLE {}").format(ident))
+
+
+def _audit_revoke(conn: Connection, analyst: AnalystInfo, revoked_by: str) -> None:
+    granted_tenants: list[str | None] = [*analyst.tenants] or [None]
+    for granted in granted_tenants:
+        audit.write(
+            conn,
+            tenant=granted,
+            key_prefix=None if revoked_by == "cli" else revoked_by,
+            action="analyst.revoke",
+            target=analyst.name,
+            detail={"role": analyst.role},
+        )

@@ -1,0 +1,193 @@
+"""The analyst guard: the limits an analyst's own session could lift, held by the server.
+
+Postgres lets any session ``SET statement_timeout = 0`` (and work_mem,
+idle_in_transaction_session_timeout, default_transaction_read_only) and lets a role
+``ALTER ROLE`` itself (its settings, its password): no grant takes that away. So every
+serving process (``elephant serve``, ``elephant mcp --http``) runs this guard, on a
+migrator connection of its own, about once a second:
+
+- cancels analyst statements running longer than the role's statement timeout;
+- ends analyst sessions idle in a transaction longer than IDLE_IN_TRANSACTION_SECONDS;
+- puts back role settings an analyst changed (as recorded at creation, analysts.role_settings)
+  and drops any it set for one database;
+- where the migrator may read pg_authid (a superuser), puts back a changed password.
+
+Several guards on one database (two processes) do the same idempotent work. A migrator
+that may not signal other roles' backends (not a superuser, no pg_signal_backend) or
+read pg_authid skips that part, logged once (docs/security.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from app.db.resources import load_sql
+from app.services.access.analysts import IDLE_IN_TRANSACTION_SECONDS
+from app.services.runtime import Elephant
+
+log = logging.getLogger(__name__)
+
+Connection = psycopg.Connection[tuple[Any, ...]]
+INTERVAL_S = 1.0
+RECONNECT_S = 5.0
+
+
+@dataclass(slots=True)
+class GuardReport:
+    """What one pass did, by analyst name."""
+
+    cancelled: list[str] = field(default_factory=list)
+    ended: list[str] = field(default_factory=list)
+    settings_restored: list[str] = field(default_factory=list)
+    passwords_restored: list[str] = field(default_factory=list)
+
+
+class AnalystGuard:
+    """A daemon thread running :func:`guard_pass` every ``interval_s`` until stopped."""
+
+    def __init__(
+        self,
+        conninfo: Callable[[], str],
+        interval_s: float = INTERVAL_S,
+        idle_seconds: int = IDLE_IN_TRANSACTION_SECONDS,
+    ) -> None:
+        self._conninfo = conninfo
+        self._interval_s = interval_s
+        self._idle_seconds = idle_seconds
+        self._stop = threading.Event()
+        self._skipped: set[str] = set()  # parts this migrator may not do, logged once
+        self._thread = threading.Thread(target=self._loop, name="elephant-analyst-guard")
+        self._thread.daemon = True
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 2.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(
+                    self._conninfo(), autocommit=True, application_name="elephant analyst guard"
+                ) as conn:
+                    conn.execute("SET statement_timeout = '5s'")
+                    conn.execute("SET lock_timeout = '2s'")
+                    while not self._stop.is_set():
+                        guard_pass(conn, self._skipped, idle_seconds=self._idle_seconds)
+                        self._stop.wait(self._interval_s)
+            except psycopg.Error as exc:  # database restarting, or the schema not there yet
+                log.warning("analyst guard: %s (again in %.0f s)", exc, RECONNECT_S)
+                self._stop.wait(RECONNECT_S)
+
+
+def guard_pass(
+    conn: Connection,
+    skipped: set[str] | None = None,
+    *,
+    idle_seconds: int = IDLE_IN_TRANSACTION_SECONDS,
+) -> GuardReport:
+    """One pass of every check; a part the migrator may not do is skipped (and logged
+    once per ``skipped`` set)."""
+    skipped = set() if skipped is None else skipped
+    report = GuardReport()
+    parts: tuple[tuple[str, Callable[[], None]], ...] = (
+        ("cancel", lambda: _cancel(conn, report)),
+        ("idle", lambda: _end_idle(conn, report, idle_seconds)),
+        ("settings", lambda: _restore_settings(conn, report)),
+        ("password", lambda: _restore_passwords(conn, report)),
+    )
+    for part, check in parts:
+        if part in skipped:
+            continue
+        try:
+            check()
+        except psycopg.errors.InsufficientPrivilege as exc:
+            skipped.add(part)
+            log.warning("analyst guard: skips %s checks: %s", part, exc.diag.message_primary)
+    return report
+
+
+def _cancel(conn: Connection, report: GuardReport) -> None:
+    for name, pid, signalled in conn.execute(load_sql("access/guard_cancel.sql")).fetchall():
+        if signalled:
+            report.cancelled.append(name)
+            log.warning(
+                "analyst guard: cancelled %s's statement past its limit (pid %s)", name, pid
+            )
+
+
+def _end_idle(conn: Connection, report: GuardReport, idle_seconds: int) -> None:
+    rows = conn.execute(
+        load_sql("access/guard_idle.sql"), {"idle_seconds": idle_seconds}
+    ).fetchall()
+    for name, pid, signalled in rows:
+        if signalled:
+            report.ended.append(name)
+            log.warning(
+                "analyst guard: ended %s's session idle in a transaction (pid %s)", name, pid
+            )
+
+
+def _restore_settings(conn: Connection, report: GuardReport) -> None:
+    for name, role, recorded, databases in conn.execute(
+        load_sql("access/guard_settings.sql")
+    ).fetchall():
+        ident = sql.Identifier(role)
+        with conn.transaction():
+            conn.execute(sql.SQL("ALTER ROLE {} RESET ALL").format(ident))
+            for database in databases:
+                conn.execute(
+                    sql.SQL("ALTER ROLE {} IN DATABASE {} RESET ALL").format(
+                        ident, sql.Identifier(database)
+                    )
+                )
+            for item in recorded:
+                _put_back(conn, ident, *item.split("=", 1))
+            # As Postgres now spells them (a list may be spaced differently): the next
+            # pass compares like with like.
+            conn.execute(load_sql("access/record_analyst_settings.sql"), (role,))
+        report.settings_restored.append(name)
+        log.warning("analyst guard: put back the role settings %s changed", name)
+
+
+def _put_back(conn: Connection, ident: sql.Identifier, setting: str, value: str) -> None:
+    if "," not in value:
+        conn.execute(
+            sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                ident, sql.Identifier(setting), sql.Literal(value)
+            )
+        )
+        return
+    # A list (search_path) is stored in its own syntax, which a literal would make one
+    # element: set it in this transaction, then store it as it now stands.
+    conn.execute("SELECT set_config(%s, %s, true)", (setting, value))
+    conn.execute(
+        sql.SQL("ALTER ROLE {} SET {} FROM CURRENT").format(ident, sql.Identifier(setting))
+    )
+
+
+def _restore_passwords(conn: Connection, report: GuardReport) -> None:
+    for name, role, verifier in conn.execute(load_sql("access/guard_passwords.sql")).fetchall():
+        conn.execute(
+            sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(verifier))
+        )
+        report.passwords_restored.append(name)
+        log.warning("analyst guard: put back the password %s changed", name)
+
+
+def start_guard(elephant: Elephant) -> AnalystGuard:
+    """Run the guard in a background thread of this serving process until ``elephant``
+    closes."""
+    guard = AnalystGuard(elephant.db.admin_conninfo)
+    elephant.stop_on_close(guard)
+    guard.start()
+    return guard

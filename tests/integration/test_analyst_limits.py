@@ -1,0 +1,268 @@
+"""Analysts take no lock or resource the server needs, cannot lift their own limits, and
+revoking one always works (issue 40, item 2 and attack 4).
+
+Each test connects as the analyst, on the real server, and tries what the issue's attack
+did: advisory locks, large objects, pg_notify, temp tables, ALTER ROLE on itself, a new
+password, ``SET statement_timeout = 0``. The analyst guard runs as `elephant serve` runs
+it (app/services/access/analyst_guard.py), in a thread on the migrator's connection.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from app.db import Database
+from app.services.access import analysts
+from app.services.access.analyst_guard import AnalystGuard
+from app.services.access.analysts import AnalystIn
+from app.services.runtime import Elephant
+from tests.conftest import api_client
+
+TENANT = "lim-a"
+GUARD_IDLE_S = 2
+# Every advisory-lock function, each form (migration 0018).
+ADVISORY_CALLS = [
+    f"SELECT pg_{name}({args})"
+    for name in (
+        "advisory_lock",
+        "advisory_lock_shared",
+        "try_advisory_lock",
+        "try_advisory_lock_shared",
+        "advisory_xact_lock",
+        "advisory_xact_lock_shared",
+        "try_advisory_xact_lock",
+        "try_advisory_xact_lock_shared",
+        "advisory_unlock",
+        "advisory_unlock_shared",
+    )
+    for args in ("1162627927", "1, 2")
+]
+WRITER_CALLS = [
+    "SELECT lo_from_bytea(0, '\\x00'::bytea)",
+    "SELECT lo_create(0)",
+    "SELECT lo_creat(-1)",
+    "SELECT lo_put(1, 0, '\\x00'::bytea)",
+    "SELECT lowrite(0, '\\x00'::bytea)",
+    "SELECT pg_notify('elephant_embedding', 'x')",
+]
+
+
+@pytest.fixture(scope="module")
+def seeded(elephant: Elephant) -> Elephant:
+    with api_client(elephant.settings, elephant) as client:
+        response = client.post(
+            "/commit", json={"text": "Lima keeps the limits"}, headers={"X-Elephant-Tenant": TENANT}
+        )
+        assert response.status_code in (200, 201), response.text
+    return elephant
+
+
+@pytest.fixture(scope="module")
+def guard(seeded: Elephant) -> Iterator[AnalystGuard]:
+    running = AnalystGuard(seeded.db.admin_conninfo, interval_s=0.25, idle_seconds=GUARD_IDLE_S)
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture()
+def analyst(seeded: Elephant, request: pytest.FixtureRequest) -> Iterator[analysts.CreatedAnalyst]:
+    name = "lim_" + request.node.name.removeprefix("test_")[:20]
+    made = analysts.create(
+        seeded.db, AnalystIn(name=name, tenants=[TENANT], statement_timeout_seconds=2)
+    )
+    yield made
+    if any(a.name == name for a in analysts.list_analysts(seeded.db)):
+        analysts.revoke(seeded.db, name)
+
+
+def connect_as(db: Database, role: str) -> psycopg.Connection[Any]:
+    return psycopg.connect(analysts.login_conninfo(db, role), autocommit=True)
+
+
+def refused(conn: psycopg.Connection[Any], statement: str) -> bool:
+    try:
+        conn.execute(statement)
+    except psycopg.errors.InsufficientPrivilege:
+        return True
+    except psycopg.Error:
+        return False
+    return False
+
+
+def test_an_analyst_takes_no_advisory_lock_large_object_notify_or_temp_table(
+    seeded: Elephant, analyst: analysts.CreatedAnalyst
+) -> None:
+    with connect_as(seeded.db, analyst.role) as conn:
+        allowed = [call for call in ADVISORY_CALLS + WRITER_CALLS if not refused(conn, call)]
+        assert allowed == []
+        assert refused(conn, "SELECT pg_advisory_unlock_all()")
+        with conn.transaction():
+            conn.execute("SET LOCAL transaction_read_only = off")
+            assert refused(conn, "CREATE TEMP TABLE lim_scratch (x int)")
+        assert refused(conn, "SET temp_file_limit = '100GB'")
+        assert conn.execute("SHOW temp_file_limit").fetchone() == (analysts.TEMP_FILE_LIMIT,)
+        with conn.transaction():
+            conn.execute("SET LOCAL transaction_read_only = off")
+            assert refused(
+                conn,
+                sql.SQL("ALTER ROLE {} SET temp_file_limit = -1")
+                .format(sql.Identifier(analyst.role))
+                .as_string(conn),
+            )
+        assert conn.execute("SELECT count(*) FROM pg_largeobject_metadata").fetchone() == (0,)
+
+
+def test_the_app_keeps_its_locks_temp_tables_and_notify(seeded: Elephant) -> None:
+    with seeded.db.tenant(TENANT) as conn:
+        assert conn.execute("SELECT pg_try_advisory_xact_lock(1, 2)").fetchone() == (True,)
+        conn.execute("SELECT pg_notify('elephant_probe', 'x')")
+        conn.execute("CREATE TEMP TABLE lim_app_scratch (x int) ON COMMIT DROP")
+    with seeded.db.worker_connection() as conn:
+        assert conn.execute("SELECT pg_try_advisory_xact_lock(3)").fetchone() == (True,)
+
+
+def test_the_guard_puts_back_role_settings_and_password(
+    seeded: Elephant, analyst: analysts.CreatedAnalyst, guard: AnalystGuard
+) -> None:
+    db = seeded.db
+    before = next(a for a in analysts.list_analysts(db) if a.name == analyst.name)
+    assert before.limits["statement_timeout"] == "2s"
+    assert before.limits["temp_file_limit"] == analysts.TEMP_FILE_LIMIT
+    assert before.limits["connection_limit"] == str(analysts.CONNECTION_LIMIT)
+    with db.admin_connection() as conn:
+        verifier = _verifier(conn, analyst.role)
+    me = sql.Identifier(analyst.role)
+    database = sql.Identifier(db.settings.embedded.database)
+    with connect_as(db, analyst.role) as conn:
+        conn.execute("SET default_transaction_read_only = off")
+        for change in (
+            sql.SQL("ALTER ROLE {} SET statement_timeout = 0").format(me),
+            sql.SQL("ALTER ROLE {} SET idle_in_transaction_session_timeout = 0").format(me),
+            sql.SQL("ALTER ROLE {} SET default_transaction_read_only = off").format(me),
+            sql.SQL("ALTER ROLE {} SET work_mem = '16GB'").format(me),
+            sql.SQL("ALTER ROLE {} IN DATABASE {} SET work_mem = '16GB'").format(me, database),
+            sql.SQL("ALTER ROLE {} PASSWORD 'chosen-by-the-analyst'").format(me),
+        ):
+            conn.execute(change)
+    deadline = time.monotonic() + 3
+    while True:
+        now = next(a for a in analysts.list_analysts(db) if a.name == analyst.name)
+        with db.admin_connection() as conn:
+            restored = _verifier(conn, analyst.role) == verifier and not _per_database(
+                conn, analyst.role
+            )
+        if (now.limits == before.limits and restored) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert now.limits == before.limits
+    assert restored
+    with connect_as(db, analyst.role) as conn:
+        assert conn.execute("SHOW statement_timeout").fetchone() == ("2s",)
+        assert conn.execute("SHOW work_mem").fetchone() == (analysts.WORK_MEM,)
+        assert conn.execute("SHOW transaction_read_only").fetchone() == ("on",)
+        # The fence's search_path (a list) comes back as it was: the dashboard reads work.
+        assert conn.execute("SELECT count(*) FROM memories").fetchone() == (1,)
+
+
+def _verifier(conn: psycopg.Connection[Any], role: str) -> str:
+    row = conn.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s", (role,)).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def _per_database(conn: psycopg.Connection[Any], role: str) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_db_role_setting WHERE setrole = %s::regrole AND setdatabase <> 0",
+        (role,),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_statement_past_the_limit_is_cancelled_whatever_the_session_set(
+    seeded: Elephant, analyst: analysts.CreatedAnalyst, guard: AnalystGuard
+) -> None:
+    with connect_as(seeded.db, analyst.role) as conn:
+        conn.execute("SET statement_timeout = 0")
+        started = time.monotonic()
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            conn.execute("SELECT pg_sleep(60)")
+        took = time.monotonic() - started
+    assert 1.9 < took < 5, took
+
+
+def test_a_session_idle_in_a_transaction_is_ended_whatever_it_set(
+    seeded: Elephant, analyst: analysts.CreatedAnalyst, guard: AnalystGuard
+) -> None:
+    with connect_as(seeded.db, analyst.role) as conn:
+        conn.execute("SET idle_in_transaction_session_timeout = 0")
+        conn.execute("BEGIN")
+        conn.execute("SELECT count(*) FROM memories")
+        time.sleep(GUARD_IDLE_S + 2)
+        with pytest.raises(psycopg.OperationalError):
+            conn.execute("SELECT 1")
+
+
+def _owns_a_large_object(db: Database, role: str) -> int:
+    """A large object owned by the analyst, as one made before migration 0018 would be."""
+    with db.admin_connection() as conn:
+        row = conn.execute("SELECT lo_from_bytea(0, %s)", (b"x" * 1024,)).fetchone()
+        assert row is not None
+        conn.execute(
+            sql.SQL("ALTER LARGE OBJECT {} OWNER TO {}").format(
+                sql.Literal(row[0]), sql.Identifier(role)
+            )
+        )
+    return int(row[0])
+
+
+def _nothing_left(db: Database, role: str, name: str, large_object: int) -> None:
+    with db.admin_connection() as conn:
+        for query, args in (
+            ("SELECT count(*) FROM pg_roles WHERE rolname = %s", (role,)),
+            ("SELECT count(*) FROM analysts WHERE role_name = %s", (role,)),
+            ("SELECT count(*) FROM analyst_grants WHERE role_name = %s", (role,)),
+            ("SELECT count(*) FROM pg_largeobject_metadata WHERE oid = %s", (large_object,)),
+        ):
+            assert conn.execute(query, args).fetchone() == (0,), query
+    assert name not in [a.name for a in analysts.list_analysts(db)]
+
+
+def test_the_cli_revokes_an_analyst_that_owns_a_large_object(seeded: Elephant) -> None:
+    from click.testing import CliRunner
+
+    from app.cli import main
+
+    settings = seeded.settings
+    env = {
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+    }
+    made = analysts.create(seeded.db, AnalystIn(name="lim_cli_lo", tenants=[TENANT]))
+    large_object = _owns_a_large_object(seeded.db, made.role)
+    with connect_as(seeded.db, made.role):  # a session open while it is revoked
+        result = CliRunner().invoke(main, ["analysts", "revoke", "lim_cli_lo"], env=env)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["name"] == "lim_cli_lo"
+    _nothing_left(seeded.db, made.role, "lim_cli_lo", large_object)
+
+
+def test_rest_revokes_an_analyst_that_owns_a_large_object(seeded: Elephant) -> None:
+    with api_client(seeded.settings, seeded) as client:
+        made = client.post("/analysts", json={"name": "lim_rest_lo", "tenants": [TENANT]})
+        assert made.status_code == 201, made.text
+        role = made.json()["role"]
+        large_object = _owns_a_large_object(seeded.db, role)
+        revoked = client.post(
+            "/analysts/lim_rest_lo/revoke", headers={"X-Elephant-Tenant": TENANT}
+        )
+        assert revoked.status_code == 200, revoked.text
+    _nothing_left(seeded.db, role, "lim_rest_lo", large_object)
