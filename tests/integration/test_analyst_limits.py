@@ -261,8 +261,6 @@ def test_rest_revokes_an_analyst_that_owns_a_large_object(seeded: Elephant) -> N
         assert made.status_code == 201, made.text
         role = made.json()["role"]
         large_object = _owns_a_large_object(seeded.db, role)
-        revoked = client.post(
-            "/analysts/lim_rest_lo/revoke", headers={"X-Elephant-Tenant": TENANT}
-        )
+        revoked = client.post("/analysts/lim_rest_lo/revoke", headers={"X-Elephant-Tenant": TENANT})
         assert revoked.status_code == 200, revoked.text
     _nothing_left(seeded.db, role, "lim_rest_lo", large_object)
