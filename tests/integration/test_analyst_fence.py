@@ -283,6 +283,27 @@ def test_a_graph_provisioned_later_and_an_erased_tenant(seeded: Elephant) -> Non
         analysts.revoke(db, "fence_later")
 
 
+def test_every_tenant_table_has_a_view_in_the_fence(
+    seeded: Elephant, analyst_of_a: analysts.CreatedAnalyst
+) -> None:
+    """A table added later with tenant_isolation must reach the analysts' schemas too."""
+    with seeded.db.admin_connection() as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename::text FROM pg_policies WHERE schemaname = 'public' "
+                "AND policyname = 'tenant_isolation'"
+            )
+        }
+        views = {
+            r[0]
+            for r in conn.execute(
+                "SELECT viewname::text FROM pg_views WHERE schemaname = 'analyst_fence_one'"
+            )
+        }
+    assert tables and tables <= views, tables - views
+
+
 def test_revoke_drops_the_fence(seeded: Elephant) -> None:
     db = seeded.db
     created = analysts.create(db, AnalystIn(name="fence_gone", tenants=[A, B]))

@@ -293,7 +293,7 @@ def test_the_analyst_logs_in_and_reads_only_its_tenant(
             0,
         )
         with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
-            conn.execute("DELETE FROM memories")
+            conn.execute("DELETE FROM public.memories")  # memories: its fenced view
 
 
 def row_security(db: Database) -> dict[str, tuple[bool, bool]]:

@@ -134,6 +134,26 @@ def missing(conn: Connection, wanted: RoleSet) -> list[str]:
     return [name for name in names if name not in have]
 
 
+# Settings whose value is a list: one literal per item, or Postgres reads the whole
+# text as one item (an analyst's search_path "analyst_<name>, public" would become a
+# single schema of that name).
+LIST_SETTINGS = frozenset(
+    {"search_path", "temp_tablespaces", "session_preload_libraries", "local_preload_libraries"}
+)
+
+
+def _setting_value(key: str, value: str) -> sql.Composable:
+    """A role setting as pg_db_role_setting holds it, back in an ALTER ROLE ... SET."""
+    if key.lower() not in LIST_SETTINGS:
+        return sql.Literal(value)
+    items = [item.strip() for item in value.split(",")]
+    unquoted = [
+        item[1:-1].replace('""', '"') if len(item) > 1 and item[0] == item[-1] == '"' else item
+        for item in items
+    ]
+    return sql.SQL(", ").join(sql.Literal(item) for item in unquoted)
+
+
 def create(conn: Connection, wanted: RoleSet, names: list[str]) -> None:
     """Create the roles ``names`` of ``wanted`` with their attributes, settings and the
     memberships among them, in the caller's transaction. A migrator that is not a
@@ -145,7 +165,7 @@ def create(conn: Connection, wanted: RoleSet, names: list[str]) -> None:
             key, _, value = setting.partition("=")
             conn.execute(
                 sql.SQL("ALTER ROLE {} SET {} = {}").format(
-                    sql.Identifier(role.name), sql.Identifier(key), sql.Literal(value)
+                    sql.Identifier(role.name), sql.Identifier(key), _setting_value(key, value)
                 )
             )
     options = _grant_options(conn)
