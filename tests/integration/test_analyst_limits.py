@@ -10,10 +10,16 @@ it (app/services/access/analyst_guard.py), in a thread on the migrator's connect
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 from psycopg import sql
@@ -23,9 +29,11 @@ from app.services.access import analysts
 from app.services.access.analyst_guard import AnalystGuard
 from app.services.access.analysts import AnalystIn
 from app.services.runtime import Elephant
-from tests.conftest import api_client
+from tests.conftest import api_client, free_port
 
 TENANT = "lim-a"
+ELEPHANT = str(Path(sys.executable).parent / "elephant")
+START_WITHIN_S = 120.0  # `elephant serve` on a loaded 2-core machine (test_startup.py)
 GUARD_IDLE_S = 2
 # Every advisory-lock function, each form (migration 0018).
 ADVISORY_CALLS = [
@@ -64,7 +72,7 @@ def seeded(elephant: Elephant) -> Elephant:
     return elephant
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def guard(seeded: Elephant) -> Iterator[AnalystGuard]:
     running = AnalystGuard(seeded.db.admin_conninfo, interval_s=0.25, idle_seconds=GUARD_IDLE_S)
     running.start()
@@ -264,3 +272,53 @@ def test_rest_revokes_an_analyst_that_owns_a_large_object(seeded: Elephant) -> N
         revoked = client.post("/analysts/lim_rest_lo/revoke", headers={"X-Elephant-Tenant": TENANT})
         assert revoked.status_code == 200, revoked.text
     _nothing_left(seeded.db, role, "lim_rest_lo", large_object)
+
+
+def test_elephant_serve_runs_the_guard(seeded: Elephant, analyst: analysts.CreatedAnalyst) -> None:
+    """No guard of the test's own: the one `elephant serve` starts cancels the sleep."""
+    settings = seeded.settings
+    port = free_port()
+    env = {
+        **os.environ,
+        "ELEPHANT_DATA_DIR": str(settings.data_dir),
+        "ELEPHANT_EMBEDDED_DATABASE": settings.embedded.database,
+    }
+    with open(settings.data_dir / f"serve-limits-{port}.log", "w+") as log:
+        proc = subprocess.Popen(
+            [ELEPHANT, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            _wait_healthy(proc, port, log)
+            with connect_as(seeded.db, analyst.role) as conn:
+                conn.execute("SET statement_timeout = 0")
+                started = time.monotonic()
+                with pytest.raises(psycopg.errors.QueryCanceled):
+                    conn.execute("SELECT pg_sleep(60)")
+                took = time.monotonic() - started
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    assert took < 6, took
+
+
+def _wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Any) -> None:
+    started = time.monotonic()
+    while time.monotonic() - started < START_WITHIN_S:
+        if proc.poll() is not None:
+            log.seek(0)
+            pytest.fail(f"elephant serve exited with {proc.returncode}\n{log.read()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    log.seek(0)
+    pytest.fail(f"elephant serve did not start\n{log.read()[-4000:]}")
