@@ -67,6 +67,14 @@ class DatabaseSettings(_Section):
     statement_timeout_ms: int = Field(
         30000, ge=0, description="Server-side limit per statement (0 = none)."
     )
+    lock_timeout_ms: int = Field(
+        3000,
+        ge=1,
+        le=600000,
+        description="Longest wait of the app's own statements for a lock another session "
+        "holds (a request then answers 503 with Retry-After; a migration at start fails "
+        "naming the holder). Never 0: an outside session must not stall the server.",
+    )
     optional_extensions: tuple[str, ...] = Field(
         ("age", "pg_textsearch"),
         description="Optional extensions the migrations create when the server has them "

@@ -35,7 +35,7 @@ from psycopg import sql
 from psycopg_pool import ConnectionPool
 
 from app.config import DatabaseSettings, Settings, validate_tenant_id
-from app.db import migrate, sizing
+from app.db import lock_waits, migrate, sizing
 from app.db.capabilities import Capabilities, detect
 from app.db.embedded import SUPERUSER, EmbeddedPostgres
 from app.db.keyword_index import KeywordIndexGuard, Repairs
@@ -51,8 +51,11 @@ _OPEN_TENANT = "set_config(%s, %s, true)"
 # A read transaction: read only (on the primary too), scoped to the tenant like tenant().
 _OPEN_READ = "set_config('transaction_read_only', 'on', true), set_config(%s, %s, true)"
 # Behind a transaction pooler, what a session would carry, set in each transaction instead.
-_LOCAL_APP = "set_config('statement_timeout', %s, true), set_config('TimeZone', 'UTC', true)"
-_LOCAL_WORKER = "set_config('TimeZone', 'UTC', true)"
+_LOCAL_APP = (
+    "set_config('statement_timeout', %s, true), set_config('lock_timeout', %s, true), "
+    "set_config('TimeZone', 'UTC', true)"
+)
+_LOCAL_WORKER = "set_config('lock_timeout', %s, true), set_config('TimeZone', 'UTC', true)"
 Connection = psycopg.Connection[tuple[Any, ...]]
 _OPENED = itertools.count(1)  # numbers the Database objects of a process (application_name)
 SQLParams: TypeAlias = Mapping[str, object]  # a statement's named parameters, %(name)s
@@ -148,7 +151,7 @@ class Database:
             self.capabilities = detect(conn)
         self.capabilities.require_pgvector()
         if self.settings.database.auto_migrate if migrate_schema is None else migrate_schema:
-            self.migrate()
+            self.migrate(if_needed=True)  # at head with today's objects: no lock taken
         self._check_schema()
         if self.embedded is not None:
             self._enable_app_login()
@@ -261,11 +264,24 @@ class Database:
         transaction pooler sits in between; then the migrator's direct database.url."""
         return self.admin_conninfo() if self.pooled else self.app_conninfo()
 
+    @property
+    def lock_timeout_ms(self) -> int:
+        """The bound of the app's lock waits (database.lock_timeout_ms; app/db/lock_waits.py)."""
+        return self.settings.database.lock_timeout_ms
+
+    def _lock_timeout(self) -> str:
+        return f"{self.lock_timeout_ms}ms"
+
     @contextmanager
     def admin_connection(self) -> Iterator[Connection]:
+        """A migrator connection (autocommit). A transaction on it bounds its own lock
+        waits (lock_waits.bound); one that times out is a 503 with Retry-After."""
         self.recovery.check_up()
         with self._admin_connection() as conn:
-            yield conn
+            try:
+                yield conn
+            except psycopg.errors.LockNotAvailable:
+                raise lock_waits.busy("the operation", self.lock_timeout_ms) from None
 
     @contextmanager
     def _admin_connection(self) -> Iterator[Connection]:
@@ -320,9 +336,10 @@ class Database:
         parts, args = ([first], list(params)) if first else ([], [])
         if self.pooled and worker:
             parts.append(_LOCAL_WORKER)
+            args.append(self._lock_timeout())
         elif self.pooled:
             parts.append(_LOCAL_APP)
-            args.append(str(self.settings.database.statement_timeout_ms))
+            args += [str(self.settings.database.statement_timeout_ms), self._lock_timeout()]
         if parts:
             conn.execute("SELECT " + ", ".join(parts), args)
 
@@ -337,6 +354,8 @@ class Database:
         except psycopg.OperationalError as exc:
             if isinstance(exc, psycopg.errors.QueryCanceled):  # statement timeout: not an outage
                 raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+            if isinstance(exc, psycopg.errors.LockNotAvailable):  # held elsewhere: not an outage
+                raise lock_waits.busy("the request", self.lock_timeout_ms) from None
             self.recovery.failed()
             raise DatabaseUnavailable(
                 f"database unavailable: {exc}".strip(), retry_after_s=RETRY_AFTER_S
@@ -379,7 +398,11 @@ class Database:
             role = self.settings.database.worker_role
             if not self._logs_in(role):
                 conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
-            conn.execute("SELECT set_config('TimeZone', 'UTC', false)")
+            conn.execute(
+                "SELECT set_config('TimeZone', 'UTC', false), "
+                "set_config('lock_timeout', %s, false)",
+                (self._lock_timeout(),),
+            )
         conn.commit()
 
     def forget_tenant(self, tenant_id: str) -> None:
@@ -448,7 +471,12 @@ class Database:
             conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(options.app_role)))
             conn.execute(  # the tenant, and what an app session carries (as _begin, pooled)
                 "SELECT " + ", ".join((_OPEN_TENANT, _LOCAL_APP)),
-                (TENANT_SETTING, tenant_id, str(options.statement_timeout_ms)),
+                (
+                    TENANT_SETTING,
+                    tenant_id,
+                    str(options.statement_timeout_ms),
+                    self._lock_timeout(),
+                ),
             )
             if age:
                 conn.execute(
@@ -553,8 +581,9 @@ class Database:
             # Cypher resolves AGE's functions through the search path; ag_catalog goes last.
             conn.execute("SELECT set_config('search_path', '\"$user\", public, ag_catalog', false)")
         conn.execute(
-            "SELECT set_config('statement_timeout', %s, false)",
-            (str(self.settings.database.statement_timeout_ms),),
+            "SELECT set_config('statement_timeout', %s, false), "
+            "set_config('lock_timeout', %s, false)",
+            (str(self.settings.database.statement_timeout_ms), self._lock_timeout()),
         )
         register_vector(conn)
         conn.commit()
@@ -621,8 +650,8 @@ class Database:
             optional_extensions=self.settings.database.optional_extensions,
         )
 
-    def migrate(self, target: str = "head") -> None:
-        migrate.upgrade(self.admin_conninfo(), self.schema_params(), target)
+    def migrate(self, target: str = "head", *, if_needed: bool = False) -> None:
+        migrate.upgrade(self.admin_conninfo(), self.schema_params(), target, if_needed=if_needed)
 
     def downgrade(self, target: str = "base") -> None:
         migrate.downgrade(self.admin_conninfo(), self.schema_params(), target)

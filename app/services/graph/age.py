@@ -24,6 +24,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from app.db import lock_waits
 from app.db.resources import fragment
 from app.db.runtime import Connection, Database
 from app.errors import CapabilityMissing
@@ -152,14 +153,14 @@ class AGEGraphStore:
             return
         self._require_age()
         with self._lock, self.db.admin_connection() as conn, conn.transaction():
-            _provision(conn, tenant, self.db.settings.database.app_role)
+            _provision(conn, tenant, self.db.settings.database.app_role, self.db.lock_timeout_ms)
             self._ready.add(tenant)
 
     def provision(self, conn: Connection, tenant: str) -> None:
         """As ensure, in the caller's migrator transaction; the graph is not remembered as
         ready (the transaction may still roll back): exists() finds its registry row."""
         self._require_age()
-        _provision(conn, tenant, self.db.settings.database.app_role)
+        _provision(conn, tenant, self.db.settings.database.app_role, self.db.lock_timeout_ms)
 
     def _require_age(self) -> None:
         capabilities = self.db.capabilities
@@ -387,12 +388,17 @@ def _entity(props: JSONObject) -> Entity:
 # ------------------------------------------------------------------ provisioning
 
 
-def _provision(conn: psycopg.Connection[Any], tenant: str, app_role: str) -> None:
+def _provision(
+    conn: psycopg.Connection[Any], tenant: str, app_role: str, lock_timeout_ms: int
+) -> None:
     """Graph + Entity label + every relation label + indexes + grants + registry row."""
     graph = graph_name(tenant)
     role = sql.Identifier(app_role)
     schema = sql.Identifier(graph)
     conn.execute("SET LOCAL search_path = public, ag_catalog")  # AGE's operator classes
+    # Bounded: an outside session holding this key (or a lock on the graph's tables) makes
+    # the write a 503 with Retry-After, not a wait without end (app/db/lock_waits.py).
+    lock_waits.bound(conn, lock_timeout_ms)
     conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (graph,))
     conn.execute("SELECT set_config('elephant.tenant_id', %s, true)", (tenant,))
     conn.execute("INSERT INTO tenants (id) VALUES (%s) ON CONFLICT (id) DO NOTHING", (tenant,))

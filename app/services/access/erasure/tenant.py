@@ -6,8 +6,10 @@ memory text). Everything is counted first and checked gone after, in one transac
 
 from __future__ import annotations
 
+import psycopg
 from psycopg import sql
 
+from app.db import lock_waits
 from app.db.resources import load_sql
 from app.db.runtime import TENANT_SETTING, Connection
 from app.errors import ElephantError
@@ -33,19 +35,47 @@ RELATIONAL_GRAPH_TABLES = ("kg_entities", "kg_relations")
 def erase_tenant(
     elephant: Elephant, tenant: str, request: EraseIn, actor: str | None
 ) -> ErasureReport:
-    """As the migrator: every table's rows of the tenant, its graph schema, its keys."""
-    with elephant.db.admin_connection() as conn, conn.transaction():
-        # Row-level security may apply to the migrator (external mode, FORCE): scope it.
-        conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
-        with conn.transaction(force_rollback=request.dry_run):
-            removed, graph = _drop_tenant(conn, tenant)
-        report = ErasureReport(TenantTarget(tenant=tenant), request.dry_run, removed, graph)
-        audit_erasure(conn, tenant, actor, request, report)
+    """As the migrator: every table's rows of the tenant, its graph schema, its keys.
+    First the sessions of the tenant's analysts end (they are losing it); every lock
+    wait is bounded (a lock held elsewhere past database.lock_timeout_ms: 503, nothing
+    erased)."""
+    with elephant.db.admin_connection() as conn:
+        if not request.dry_run:
+            end_analyst_sessions(conn, tenant)
+        with conn.transaction():
+            lock_waits.bound(conn, elephant.db.lock_timeout_ms)
+            # Row-level security may apply to the migrator (external mode, FORCE): scope it.
+            conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, tenant))
+            report = _erase(conn, tenant, request, actor)
     if not request.dry_run:
         elephant.access.forget(tenant)
         elephant.db.forget_tenant(tenant)
         for backend in present(elephant.db.capabilities):
             elephant.graph_store(backend).forget(tenant)
+    return report
+
+
+def end_analyst_sessions(conn: Connection, tenant: str) -> int:
+    """End the sessions of the analysts granted ``tenant`` or holding a lock on its graph
+    (autocommit connection); a migrator without the right to signal them leaves them to
+    the lock bound."""
+    try:
+        return len(
+            conn.execute(
+                load_sql("erasure/end_analyst_sessions.sql"),
+                {"tenant": tenant, "graph": graph_name(tenant)},
+            ).fetchall()
+        )
+    except psycopg.errors.InsufficientPrivilege:
+        return 0
+
+
+def _erase(conn: Connection, tenant: str, request: EraseIn, actor: str | None) -> ErasureReport:
+    """The erasure's transaction body: drop (or, dry run, count and roll back), audit."""
+    with conn.transaction(force_rollback=request.dry_run):
+        removed, graph = _drop_tenant(conn, tenant)
+    report = ErasureReport(TenantTarget(tenant=tenant), request.dry_run, removed, graph)
+    audit_erasure(conn, tenant, actor, request, report)
     return report
 
 

@@ -20,6 +20,7 @@ from psycopg import sql
 from pydantic import ValidationError
 
 from app.config import EmbeddingSettings
+from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import ConfigError, ElephantError, InvalidInput
 from app.providers.embedder import Embedder, Vectors, build_embedder_for
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 _TARGETS: dict[Target, Embedder] = {}
 _TARGETS_LOCK = threading.Lock()
+# At most one sync a second driven by notifications, however many arrive.
+NOTIFY_GAP_S = 1.0
 
 
 def build(base: EmbeddingSettings, target: Target, dim: int | None) -> Embedder:
@@ -174,22 +177,32 @@ class EmbeddingFollower:
 
     def _listen(self) -> None:
         """LISTEN on a connection of its own (a session: never through a transaction
-        pooler); sync at each notification and every poll_s."""
+        pooler); sync every poll_s and soon after a notification of the migrator."""
         while not self._stop.is_set():
             try:
                 conninfo = self._elephant.db.session_conninfo()
                 with psycopg.connect(conninfo, autocommit=True) as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(CHANNEL)))
-                    last = 0.0
+                    last, woken = 0.0, False
                     while not self._stop.is_set():
-                        if time.monotonic() - last >= self._poll_s:
+                        since = time.monotonic() - last
+                        if since >= self._poll_s or (woken and since >= NOTIFY_GAP_S):
                             self.sync(conn)
-                            last = time.monotonic()
-                        for _ in conn.notifies(timeout=0.5, stop_after=1):
-                            last = 0.0  # something changed: sync now
+                            last, woken = time.monotonic(), False
+                        # Read the senders first: the connection is busy while notifies runs.
+                        senders = [n.pid for n in conn.notifies(timeout=0.5, stop_after=1)]
+                        woken = woken or any(self._wakes(conn, pid) for pid in senders)
             except (ElephantError, psycopg.Error) as exc:
                 log.warning("embedding follower: %s", getattr(exc, "message", exc))
                 self._stop.wait(min(self._poll_s, 5.0))
+
+    def _wakes(self, conn: Connection, sender: int) -> bool:
+        """Whether a notification may wake the follower: any role can NOTIFY the channel
+        (an analyst too), so only a sender that may write elephant_meta (the migrator,
+        whose re-embed notifies) or one already gone counts; the wake-ups are also
+        spaced NOTIFY_GAP_S apart (above). Others wait for the next poll."""
+        row = conn.execute(load_sql("reembed/notify_sender.sql"), {"pid": sender}).fetchone()
+        return row is None or bool(row[0])
 
 
 def follow(elephant: Elephant, *, poll_s: float = 30.0) -> EmbeddingFollower:
