@@ -71,6 +71,16 @@ def test_auth_benchmark_smoke(tmp_path: Path) -> None:
     assert "access control adds" in result.stdout
 
 
+@pytest.mark.heavy_smoke
+def test_failed_secrets_benchmark_smoke(tmp_path: Path) -> None:
+    """Issue 40's lockout attack: the victim's calls never fail, the guesser is limited."""
+    _, report = run_smoke("failed_secrets", tmp_path, timeout_s=240)
+    for phase in ("burst", "paced", "cold"):
+        assert report[phase]["victim_calls"] == 4 and report[phase]["victim_failed"] == 0
+    assert report["burst"]["guesses"]["429"] > 0
+    assert report["flood"]["fresh_prefixes"]["429"] > 0
+
+
 def test_dedup_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("dedup", tmp_path, timeout_s=240)
     assert report["pairs"] == sum(row["pairs"] for row in report["categories"].values())
