@@ -51,16 +51,19 @@ class AuthSettings(_Section):
     @classmethod
     def _networks(cls, value: Any) -> Any:
         value = _split_list(value)
-        if not isinstance(value, tuple):
-            return value
-        for entry in value:
-            try:
-                ipaddress.ip_network(entry, strict=False)
-            except ValueError:
-                raise ValueError(
-                    f"{entry!r} is not an IP address or network (e.g. 10.0.0.5, 10.0.0.0/8)"
-                ) from None
-        return value
+        return tuple(map(_network, value)) if isinstance(value, tuple) else value
+
+
+def _network(entry: str) -> str:
+    """An address or CIDR network in its canonical spelling (10.0.0.5/8 is 10.0.0.0/8)."""
+    try:
+        if "/" in entry:
+            return str(ipaddress.ip_network(entry, strict=False))
+        return str(ipaddress.ip_address(entry))
+    except ValueError:
+        raise ValueError(
+            f"{entry!r} is not an IP address or network (e.g. 10.0.0.5, 10.0.0.0/8)"
+        ) from None
 
 
 class TenantSettings(_Section):
