@@ -268,7 +268,7 @@ def test_behind_a_tls_proxy_the_cookie_is_secure_and_a_key_without_read_gets_no_
 
     key = console_site.keys["read"]
     with _client(console_site) as client:
-        # uvicorn trusts X-Forwarded-Proto from loopback, as from a TLS proxy beside it
+        # X-Forwarded-Proto is read from loopback (auth.trusted_proxies), as from a TLS proxy
         answer = client.post(
             "/ui/login",
             data={"key": key, "next": ""},
