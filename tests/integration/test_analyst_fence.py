@@ -325,3 +325,26 @@ def test_the_fence_covers_the_relational_graph(
     with connect_as(seeded.db, analyst_of_a.role) as conn:
         names = {r[0] for r in conn.execute("SELECT name FROM graph_entities")}
     assert f"Entity of {A}" in names and f"Entity of {B}" not in names
+
+
+def test_the_migration_fences_analysts_that_already_exist(seeded: Elephant) -> None:
+    """Below 0017 an analyst reads the public tables (row-level security); the upgrade
+    builds its schema and takes those privileges away, the downgrade gives them back."""
+    db = seeded.db
+    created = analysts.create(db, AnalystIn(name="fence_old", tenants=[A]))
+    try:
+        db.downgrade("0016_store_items")
+        with connect_as(db, created.role) as conn:
+            assert conn.execute("SHOW search_path").fetchone() == ("public",)
+            assert conn.execute("SELECT count(*) FROM public.memories").fetchone() != (0,)
+        db.migrate()
+        with connect_as(db, created.role) as conn:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute("SELECT count(*) FROM public.memories")
+            tenants = {r[0] for r in conn.execute("SELECT tenant_id FROM memories")}
+            assert tenants == {A}
+            if not MANAGED:
+                names = {r[0] for r in conn.execute("SELECT name FROM graph_entities")}
+                assert names == {f"Entity of {A}"}
+    finally:
+        analysts.revoke(db, "fence_old")
