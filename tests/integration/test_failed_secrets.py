@@ -21,6 +21,7 @@ from app.mcp.http import standalone_app
 from app.services.access import audit
 from app.services.access.keys import KeyIn, create_key
 from app.services.runtime import Elephant
+from app.web.failed_auth import ADDRESS_FACTOR
 from tests.conftest import make_settings, serve_in_thread
 
 BUDGET = 5
@@ -149,6 +150,29 @@ def test_elephant_mcp_http_never_refuses_the_right_key(
             answer = http.post(f"{url}/mcp", json=INIT, headers=bearer(victim, **ACCEPT))
             opened.append(answer.status_code)
     assert opened == [200] * (3 * BUDGET)
+
+
+def test_wrong_secrets_across_known_prefixes_are_capped_per_address(
+    site: str, db: Database
+) -> None:
+    """Wrong secrets cost no lookup, but each 401 is an audit row: across the prefixes it
+    knows, one address gets ADDRESS_FACTOR x the budget (50) of them a minute, then 429;
+    the right secrets still pass."""
+    keys = [new_key(db, ("read",)) for _ in range(2 * ADDRESS_FACTOR + 1)]
+    with httpx.Client(timeout=10) as http:
+        for key in keys:
+            assert http.get(f"{site}/stats", headers=bearer(key)).status_code == 200
+        answers = [
+            http.get(f"{site}/stats", headers=bearer(wrong_secret(key))).status_code
+            for key in keys
+            for _ in range(BUDGET - 2)  # 63 in all, under each prefix's own budget
+        ]
+        capped = http.get(f"{site}/stats", headers=bearer(wrong_secret(keys[-1])))
+        right = [http.get(f"{site}/stats", headers=bearer(key)).status_code for key in keys]
+    cap = BUDGET * ADDRESS_FACTOR  # (and what refills meanwhile, under 1 a second)
+    assert cap <= answers.count(401) < cap + 10 and answers[-1] == 429, answers
+    assert capped.status_code == 429 and "wrong secrets" in capped.json()["message"]
+    assert right == [200] * len(keys)
 
 
 # ------------------------------------------------------------------ the console's sign-in
