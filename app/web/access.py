@@ -84,7 +84,7 @@ class _Request:
 
     scope: Scope
     headers: Headers
-    client: str | None  # the peer's address
+    client: str | None  # the peer's address, or the client a trusted proxy names
 
     @classmethod
     def of(cls, scope: Scope) -> _Request:

@@ -141,12 +141,16 @@ class FailedAuthGuard:
     async def authenticate(self, db: Database, token: str, client: str | None) -> Principal:
         """The principal of ``token`` (services' ``authenticate``), within the budget:
         RateLimited before the lookup when it is spent, Unauthorized (counted) when the
-        key is unknown, malformed, revoked or expired."""
-
-        def lookup() -> Principal:
-            return authenticate(db, token, client)
-
-        return await anyio.to_thread.run_sync(self.guarded, client, token, lookup)
+        key is unknown, malformed, revoked or expired. Only the lookup leaves the event
+        loop: a refusal without one costs no worker thread."""
+        attempt = self.admit(client, token)
+        try:
+            principal = await anyio.to_thread.run_sync(authenticate, db, token, client)
+        except Unauthorized:
+            self.failed(attempt)
+            raise
+        self.verified(attempt)
+        return principal
 
     @property
     def _address_budget(self) -> int:
