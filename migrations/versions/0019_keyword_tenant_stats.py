@@ -74,7 +74,77 @@ def _functions() -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+TENANT_SETTING = "elephant.tenant_id"
+FREQUENCIES = "elephant_keyword_frequencies(text, text[])"
+# For each word (a lexeme of to_tsvector('english')), how many of the tenant's rows of
+# the table hold it, up to 10,000 (the lane's document count is capped alike). plpgsql,
+# so the tenant and each word reach the planner as values: the GIN index on tsv for a
+# rare word, the tenant's own rows for a small tenant. A word becomes a one-lexeme
+# tsquery quoted as the tsquery input syntax wants (' doubled, \ escaped).
+FREQUENCIES_BODY = r"""
+CREATE FUNCTION elephant_keyword_frequencies(p_table text, p_terms text[])
+RETURNS bigint[]
+LANGUAGE plpgsql STABLE SECURITY DEFINER
+SET search_path = pg_catalog, public SET plan_cache_mode = force_custom_plan AS $$
+DECLARE
+    v_tenant text := current_setting('elephant.tenant_id', true);
+    v_docs bigint[] := '{}';
+    v_term text;
+    v_word tsquery;
+    v_count bigint;
+BEGIN
+    FOREACH v_term IN ARRAY coalesce(p_terms, '{}'::text[]) LOOP
+        v_word := ('''' || replace(replace(v_term, '\', '\\'), '''', '''''') || '''')::tsquery;
+        IF p_table = 'memories' THEN
+            SELECT count(*) INTO v_count
+              FROM (SELECT 1 FROM memories AS m
+                     WHERE m.tenant_id = v_tenant AND m.tsv @@ v_word LIMIT 10000) AS c;
+        ELSIF p_table = 'facts' THEN
+            SELECT count(*) INTO v_count
+              FROM (SELECT 1 FROM facts AS f
+                     WHERE f.tenant_id = v_tenant AND f.tsv @@ v_word LIMIT 10000) AS c;
+        ELSE
+            RAISE EXCEPTION 'elephant_keyword_frequencies: no table %', p_table;
+        END IF;
+        v_docs := v_docs || v_count;
+    END LOOP;
+    RETURN v_docs;
+END
+$$
+"""
+
+
+def keyword_role(app_role: str) -> str:
+    """`<app role>_keyword` (migration 0009), within Postgres' 63 characters."""
+    return f"{app_role[:55]}_keyword"
+
+
+def _frequencies() -> None:
+    """The function, owned by the keyword role (migration 0009: SELECT on tenant_id and
+    tsv, and a policy that applies no tenant before `@@`, so the GIN index serves it)."""
+    name = keyword_role(str(context.config.attributes["app_role"]))
+    role = _quote(name)
+    op.execute(FREQUENCIES_BODY)
+    lend = not op.get_bind().execute(
+        sa.text("SELECT has_schema_privilege(:r, 'public', 'CREATE')"), {"r": name}
+    ).scalar()
+    if lend:
+        op.execute(f"GRANT CREATE ON SCHEMA public TO {role}")
+    op.execute(f"ALTER FUNCTION {FREQUENCIES} OWNER TO {role}")
+    if lend:
+        op.execute(f"REVOKE CREATE ON SCHEMA public FROM {role}")
+    op.execute(f"REVOKE ALL ON FUNCTION {FREQUENCIES} FROM PUBLIC")
+    op.execute(f"GRANT EXECUTE ON FUNCTION {FREQUENCIES} TO {_roles()}")
+    op.execute(
+        f"COMMENT ON FUNCTION {FREQUENCIES} IS 'For each word (an english lexeme), how many "
+        f"rows of the table (memories or facts) of the tenant in {TENANT_SETTING} hold it, up "
+        "to 10,000: the BM25 lane''s document frequencies from the tenant''s own rows "
+        "(sql/retrieval/keyword_bm25_tenant.sql, migration 0019).'"
+    )
+
+
 def upgrade() -> None:
+    _frequencies()
     functions = _functions()
     roles = _roles()
     for function in functions:
@@ -88,6 +158,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    op.execute(f"DROP FUNCTION IF EXISTS {FREQUENCIES}")
     functions = _functions()
     roles = _roles()
     for function in SEARCH_FUNCTIONS:

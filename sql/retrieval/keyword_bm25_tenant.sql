@@ -13,14 +13,17 @@
 --           candidates. Every one of them holds a word of the query.
 --   score   Okapi BM25 (k1 1.2, b 0.75, pg_textsearch's) from the tenant's rows only:
 --           a word's idf = ln(1 + (N - n + 0.5) / (n + 0.5)), N = the tenant's documents
---           (counted up to 10,000: an index-only count, bounded for a big tenant), n =
---           the pool's documents holding it; tf and a document's length (its words,
---           stop words left out) from its tsv column (to_tsvector('english'), the
---           index's tokenizer), the length normalised by the pool's average.
--- When the query's words occur in fewer of the tenant's documents than the pool holds,
--- the pool is every such document and the ranking depends on the tenant's rows alone.
--- Beyond that, which documents make the pool still follows the shared statistics (the
--- order within it never does): docs/search.md states this bound and its measurement.
+--           (an index-only count), n = the tenant's documents holding the word
+--           (elephant_keyword_frequencies, migration 0019: through the GIN index on
+--           tsv, which the app role cannot use under row-level security), both counted
+--           up to 10,000 so that a big tenant's search stays bounded; tf from the tsv
+--           column (to_tsvector('english'), the index's tokenizer); a document's length
+--           is its distinct words (length(tsv): counting every position cost ~0.2 ms a
+--           candidate), normalised by the pool's average.
+-- Every statistic is the tenant's. What may still follow the shared statistics is which
+-- documents make the pool, when more of the tenant's documents than the pool holds
+-- contain a word of the query (below that the pool is every one of them); the pool's
+-- order never does. docs/search.md states this bound and its measurement.
 -- The lane's LIMIT then cuts the rescored pool, ties by id.
 --
 -- Parameters
@@ -41,7 +44,15 @@
                                       LIMIT 10000) AS c) AS facts
     ) AS corpus
     CROSS JOIN LATERAL (
-        SELECT tsvector_to_array(to_tsvector('english'::regconfig, q.query)) AS terms
+        -- the query's words and how many of the tenant's memories and facts hold each
+        -- (migration 0019), once per variant (OFFSET 0: not once per candidate's word)
+        SELECT w.terms,
+               CASE WHEN %(keyword_memory_pool)s > 0
+                    THEN elephant_keyword_frequencies('memories', w.terms) END AS memory_docs,
+               CASE WHEN %(keyword_fact_pool)s > 0
+                    THEN elephant_keyword_frequencies('facts', w.terms) END AS fact_docs
+        FROM (SELECT tsvector_to_array(to_tsvector('english'::regconfig, q.query)) AS terms) AS w
+        OFFSET 0
     ) AS qt
     CROSS JOIN LATERAL (
         SELECT 'memory'::text AS item, ranked.id,
@@ -54,13 +65,13 @@
                        AS score
             FROM (
                 SELECT pool.id, pool.dl, pool.avgdl, t.tf,
-                       count(t.lexeme) OVER (PARTITION BY t.lexeme)::float8 AS n
+                       greatest(1, qt.memory_docs[array_position(qt.terms, t.lexeme)])::float8
+                           AS n
                 FROM (
                   SELECT found.*, avg(found.dl) OVER () AS avgdl
                   FROM (
                     SELECT m.id, m.tsv,
-                           greatest(1, (SELECT sum(coalesce(array_length(u.positions, 1), 1))
-                                        FROM unnest(m.tsv) AS u))::float8 AS dl
+                           greatest(1, length(m.tsv))::float8 AS dl
                     FROM memories AS m
                     WHERE m.tenant_id = %(tenant)s
                       {memory_filters}
@@ -88,13 +99,13 @@
                        AS score
             FROM (
                 SELECT pool.id, pool.dl, pool.avgdl, t.tf,
-                       count(t.lexeme) OVER (PARTITION BY t.lexeme)::float8 AS n
+                       greatest(1, qt.fact_docs[array_position(qt.terms, t.lexeme)])::float8
+                           AS n
                 FROM (
                   SELECT found.*, avg(found.dl) OVER () AS avgdl
                   FROM (
                     SELECT f.id, f.tsv,
-                           greatest(1, (SELECT sum(coalesce(array_length(u.positions, 1), 1))
-                                        FROM unnest(f.tsv) AS u))::float8 AS dl
+                           greatest(1, length(f.tsv))::float8 AS dl
                     FROM facts AS f
                     WHERE f.tenant_id = %(tenant)s
                       {fact_filters}

@@ -123,3 +123,18 @@ def test_an_analyst_session_cannot_score_text_against_the_index(elephant: Elepha
                 )
         finally:
             conn.execute("ROLLBACK")
+
+
+@needs_bm25
+def test_words_with_quotes_and_backslashes_are_counted_not_parsed(
+    elephant: Elephant, a_notes: list[str]
+) -> None:
+    """The tenant's word counts (migration 0019) quote each word as a tsquery: a quote or
+    a backslash in a word is part of the word, never syntax; only A's rows count."""
+    _insert(elephant, A, ["o'brienqx said", "o'brienqx again"])
+    _insert(elephant, B, ["brienqx lanternqx"])
+    words = ["it's", "back\\slash", "a'' | b", "brienqx", "lanternqx"]
+    with elephant.db.tenant(A) as conn:
+        row = conn.execute("SELECT elephant_keyword_frequencies('memories', %s)", (words,))
+        counts = row.fetchone()
+    assert counts == ([0, 0, 0, 2, 2],)
