@@ -1,7 +1,7 @@
--- The analyst guard (app/services/access/analyst_guard.py): cancel every analyst statement
+-- The analyst guard (app/services/access/analyst_guard.py): every analyst statement
 -- running longer than its role's statement timeout (a session may SET statement_timeout
--- = 0 for itself; this holds anyway). Run as the migrator, every second.
-SELECT a.name, s.pid, pg_cancel_backend(s.pid) AS signalled
+-- = 0 for itself; the guard cancels it anyway). Run as the migrator, every second.
+SELECT a.name, a.role_name, s.pid
   FROM pg_stat_activity AS s
   JOIN analysts AS a ON a.role_name = s.usename
  WHERE s.backend_type = 'client backend'

@@ -1,7 +1,8 @@
--- The analyst guard: end every analyst session idle in a transaction for longer than
--- %(idle_seconds)s (its locks, snapshot and connection slot go with it), whatever
--- idle_in_transaction_session_timeout the session set. Run as the migrator.
-SELECT a.name, s.pid, pg_terminate_backend(s.pid) AS signalled
+-- The analyst guard: every analyst session idle in a transaction for longer than
+-- %(idle_seconds)s, which the guard ends (its locks, snapshot and connection slot go
+-- with it) whatever idle_in_transaction_session_timeout the session set. Run as the
+-- migrator, every second.
+SELECT a.name, a.role_name, s.pid
   FROM pg_stat_activity AS s
   JOIN analysts AS a ON a.role_name = s.usename
  WHERE s.backend_type = 'client backend'

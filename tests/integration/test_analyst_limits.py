@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +25,15 @@ import pytest
 from psycopg import sql
 
 from app.db import Database
+from app.db.embedded import EmbeddedPostgres
+from app.providers.embedder import Embedder
 from app.services.access import analysts
 from app.services.access.analyst_guard import AnalystGuard
 from app.services.access.analysts import AnalystIn
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
-from tests.conftest import api_client, free_port
+from tests.conftest import api_client, free_port, make_settings
 
 TENANT = "lim-a"
 ELEPHANT = str(Path(sys.executable).parent / "elephant")
@@ -322,3 +326,87 @@ def _wait_healthy(proc: subprocess.Popen[bytes], port: int, log: Any) -> None:
         time.sleep(0.5)
     log.seek(0)
     pytest.fail(f"elephant serve did not start\n{log.read()[-4000:]}")
+
+
+def test_with_a_migrator_that_is_not_a_superuser_the_limits_and_revoke_hold(
+    pg_server: EmbeddedPostgres,
+    tmp_path: Path,
+    new_database: Callable[..., str],
+    embedder: Embedder,
+) -> None:
+    """As on a team's own Postgres: the migrator owns the database and may create roles,
+    no more. The grants of pg_catalog stay (docs/security.md); temp tables, the guard's
+    cancels and settings, and revoke of a role owning a large object still hold."""
+    name = new_database("limits_owner", empty=True)
+    with psycopg.connect(pg_server.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE ROLE lm_owner LOGIN CREATEROLE")
+        conn.execute("GRANT pg_read_all_stats TO lm_owner")  # as docs/security.md asks
+        conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO lm_owner").format(sql.Identifier(name)))
+    with psycopg.connect(pg_server.conninfo(dbname=name), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    url = f"postgresql://lm_owner@/{name}?host={pg_server.socket_dir}&port={pg_server.port}"
+    database = {"url": url, "app_role": "lm_app", "worker_role": "lm_worker"}
+    settings = make_settings(tmp_path, database={**database, "optional_extensions": ()})
+    with Database(settings) as db:
+        elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+        commit_note(elephant, TENANT, NoteIn(text="Lima keeps the limits"), wait=True)
+        made = analysts.create(
+            db, AnalystIn(name="lim_owned", tenants=[TENANT], statement_timeout_seconds=2)
+        )
+        assert "temp_file_limit" not in made.limits  # superuser-only: not settable here
+        running = AnalystGuard(db.admin_conninfo, interval_s=0.25, idle_seconds=GUARD_IDLE_S)
+        running.start()
+        try:
+            with connect_as(db, made.role) as conn:
+                with conn.transaction():
+                    conn.execute("SET LOCAL transaction_read_only = off")
+                    assert refused(conn, "CREATE TEMP TABLE lim_scratch (x int)")
+                conn.execute("SET statement_timeout = 0")
+                started = time.monotonic()
+                with pytest.raises(psycopg.errors.QueryCanceled):
+                    conn.execute("SELECT pg_sleep(60)")
+                assert time.monotonic() - started < 5
+                conn.execute("SET default_transaction_read_only = off")
+                conn.execute(
+                    sql.SQL("ALTER ROLE {} SET statement_timeout = 0").format(
+                        sql.Identifier(made.role)
+                    )
+                )
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                listed = next(a for a in analysts.list_analysts(db) if a.name == "lim_owned")
+                if listed.limits == made.limits:
+                    break
+                time.sleep(0.1)
+            assert listed.limits == made.limits
+        finally:
+            running.stop()
+        with db.admin_connection() as conn:  # the guard lent it the role for a moment only
+            lent = conn.execute(
+                "SELECT count(*) FROM pg_auth_members WHERE roleid = %s::regrole "
+                "AND member = 'lm_owner'::regrole AND NOT admin_option",
+                (made.role,),
+            ).fetchone()
+        assert lent == (0,)
+        large_object = _owns_a_large_object_as_superuser(pg_server, name, made.role)
+        with connect_as(db, made.role):
+            analysts.revoke(db, "lim_owned")
+        with psycopg.connect(pg_server.conninfo(dbname=name), autocommit=True) as conn:
+            for query, args in (
+                ("SELECT count(*) FROM pg_roles WHERE rolname = %s", (made.role,)),
+                ("SELECT count(*) FROM analysts WHERE role_name = %s", (made.role,)),
+                ("SELECT count(*) FROM pg_largeobject_metadata WHERE oid = %s", (large_object,)),
+            ):
+                assert conn.execute(query, args).fetchone() == (0,), query
+
+
+def _owns_a_large_object_as_superuser(server: EmbeddedPostgres, database: str, role: str) -> int:
+    with psycopg.connect(server.conninfo(dbname=database), autocommit=True) as conn:
+        row = conn.execute("SELECT lo_from_bytea(0, 'x')").fetchone()
+        assert row is not None
+        conn.execute(
+            sql.SQL("ALTER LARGE OBJECT {} OWNER TO {}").format(
+                sql.Literal(row[0]), sql.Identifier(role)
+            )
+        )
+    return int(row[0])

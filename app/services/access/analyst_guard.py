@@ -13,8 +13,10 @@ migrator connection of its own, about once a second:
 - where the migrator may read pg_authid (a superuser), puts back a changed password.
 
 Several guards on one database (two processes) do the same idempotent work. A migrator
-that may not signal other roles' backends (not a superuser, no pg_signal_backend) or
-read pg_authid skips that part, logged once (docs/security.md).
+that is not a superuser needs pg_read_all_stats to see analyst sessions' states (else
+the cancel and idle checks are skipped, logged once); it signals an analyst's backends
+as a member of its role, lent for that one transaction (it made the role, so it holds
+ADMIN on it); it cannot read pg_authid, so it skips the passwords (docs/security.md).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import psycopg
 from psycopg import sql
 
 from app.db.resources import load_sql
-from app.services.access.analysts import IDLE_IN_TRANSACTION_SECONDS
+from app.services.access.analysts import IDLE_IN_TRANSACTION_SECONDS, lend_membership
 from app.services.runtime import Elephant
 
 log = logging.getLogger(__name__)
@@ -105,6 +107,12 @@ def guard_pass(
         ("settings", lambda: _restore_settings(conn, report)),
         ("password", lambda: _restore_passwords(conn, report)),
     )
+    if "cancel" not in skipped and not _sees_sessions(conn):
+        skipped.update({"cancel", "idle"})
+        log.warning(
+            "analyst guard: skips cancel and idle checks: the migrator cannot see other "
+            "roles' session states (grant it pg_read_all_stats, docs/security.md)"
+        )
     for part, check in parts:
         if part in skipped:
             continue
@@ -116,9 +124,18 @@ def guard_pass(
     return report
 
 
+def _sees_sessions(conn: Connection) -> bool:
+    """Whether pg_stat_activity shows this role other roles' states and query times."""
+    row = conn.execute(
+        "SELECT rolsuper OR pg_has_role(current_user, 'pg_read_all_stats', 'USAGE') "
+        "FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()
+    return row is not None and bool(row[0])
+
+
 def _cancel(conn: Connection, report: GuardReport) -> None:
-    for name, pid, signalled in conn.execute(load_sql("access/guard_cancel.sql")).fetchall():
-        if signalled:
+    for name, role, pid in conn.execute(load_sql("access/guard_cancel.sql")).fetchall():
+        if _signal(conn, role, pid, "pg_cancel_backend"):
             report.cancelled.append(name)
             log.warning(
                 "analyst guard: cancelled %s's statement past its limit (pid %s)", name, pid
@@ -126,15 +143,26 @@ def _cancel(conn: Connection, report: GuardReport) -> None:
 
 
 def _end_idle(conn: Connection, report: GuardReport, idle_seconds: int) -> None:
-    rows = conn.execute(
-        load_sql("access/guard_idle.sql"), {"idle_seconds": idle_seconds}
-    ).fetchall()
-    for name, pid, signalled in rows:
-        if signalled:
+    rows = conn.execute(load_sql("access/guard_idle.sql"), {"idle_seconds": idle_seconds})
+    for name, role, pid in rows.fetchall():
+        if _signal(conn, role, pid, "pg_terminate_backend"):
             report.ended.append(name)
             log.warning(
                 "analyst guard: ended %s's session idle in a transaction (pid %s)", name, pid
             )
+
+
+def _signal(conn: Connection, role: str, pid: int, function: str) -> bool:
+    """Cancel or end one of the analyst's backends; a migrator that is not a superuser
+    is lent the role for that transaction alone (analysts.lend_membership)."""
+    with conn.transaction():
+        lent = lend_membership(conn, role)
+        query = sql.SQL("SELECT {}(%s)").format(sql.Identifier(function))
+        row = conn.execute(query, (pid,)).fetchone()
+        signalled = row is not None and bool(row[0])
+        if lent:
+            conn.execute(sql.SQL("REVOKE {} FROM CURRENT_USER").format(sql.Identifier(role)))
+    return signalled
 
 
 def _restore_settings(conn: Connection, report: GuardReport) -> None:

@@ -304,8 +304,8 @@ def revoke(
                 conn.execute("SET LOCAL lock_timeout = '10s'")
                 analyst_fence.remove(conn, analyst.role)
                 conn.execute("DELETE FROM analysts WHERE role_name = %s", (analyst.role,))
-                _drop_role(conn, analyst.role)
                 _audit_revoke(conn, analyst, revoked_by)
+                _drop_role(conn, analyst.role)  # last: it may lend the migrator the role
         except psycopg.errors.DependentObjectsStillExist as exc:
             raise Conflict(
                 f"analyst {name!r} cannot be dropped yet: its role {analyst.role} still holds "
@@ -327,14 +327,30 @@ def revoke(
 def _end_sessions(conn: Connection, role: str) -> None:
     """It can no longer log in, and its sessions end now (waiting up to 5 s each) where
     the migrator may signal them, else when they disconnect."""
-    with conn.transaction():
-        if _role_exists(conn, role):
-            conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(sql.Identifier(role)))
-    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+    if not _role_exists(conn, role):
+        return
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
+        conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(sql.Identifier(role)))
+        lent = lend_membership(conn, role)
         conn.execute(
             "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = %s",
             (role,),
         )
+        if lent:
+            conn.execute(sql.SQL("REVOKE {} FROM CURRENT_USER").format(sql.Identifier(role)))
+
+
+def lend_membership(conn: Connection, role: str) -> bool:
+    """A migrator that is not a superuser (CREATEROLE, with ADMIN on the roles it made)
+    may neither signal an analyst's sessions nor drop what it owns: within the caller's
+    transaction it becomes a member of the role (the caller revokes it, or drops the
+    role). Returns whether it did. Run nothing else in that transaction: the analyst
+    group's policies apply to its members."""
+    row = conn.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone()
+    if row is None or row[0]:
+        return False
+    conn.execute(sql.SQL("GRANT {} TO CURRENT_USER").format(sql.Identifier(role)))
+    return True
 
 
 def _role_exists(conn: Connection, role: str) -> bool:
@@ -348,6 +364,7 @@ def _drop_role(conn: Connection, role: str) -> None:
     if not _role_exists(conn, role):
         return  # dropped outside Elephant: only its rows were left
     ident = sql.Identifier(role)
+    lend_membership(conn, role)  # DROP ROLE ends the membership
     conn.execute(sql.SQL("DROP OWNED BY {}").format(ident))
     conn.execute(sql.SQL("DROP ROLE {}").format(ident))
 
