@@ -35,7 +35,8 @@ import pytest
 from psycopg import sql
 
 from app.config import Settings
-from app.db import Database
+from app.db import Database, migrate
+from app.errors import DatabaseUnavailable
 from app.services.access import analysts
 from app.services.access.analysts import AnalystIn
 from app.services.graph.age import graph_name
@@ -388,3 +389,43 @@ def test_an_analysts_notify_on_the_embedding_channel_wakes_nothing(
         assert len(synced) - before <= 3, "ten notifications woke it more than once a second"
     finally:
         follower.stop()
+
+
+# ------------------------------------------------------------------ migrations
+
+
+def test_a_start_at_head_takes_no_lock_and_a_migration_names_who_holds_its_lock(
+    seeded: Elephant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At head with today's sql/objects/ a start reads and returns (no lock), whatever is
+    held; `elephant migrate` waits for the migration's advisory lock and for each DDL
+    statement's table lock only as long as its bounds, then fails naming the holder."""
+    db = seeded.db
+    monkeypatch.setattr(migrate, "MIGRATION_LOCK_WAIT_S", 1.0)
+    monkeypatch.setattr(migrate, "MIGRATION_LOCK_TIMEOUT_MS", 1000)
+    with psycopg.connect(db.app_conninfo(), autocommit=True) as holder:
+        holder.execute("SET application_name = 'the locker'")
+        holder.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_KEY,))
+        holder.execute("BEGIN")
+        holder.execute("SELECT 1 FROM current_facts LIMIT 1")  # ACCESS SHARE on a view
+        started = time.monotonic()
+        db.migrate(if_needed=True)
+        assert time.monotonic() - started < WITHIN_S, "a start at head waited"
+
+        started = time.monotonic()
+        with pytest.raises(DatabaseUnavailable) as refused:
+            db.migrate()
+        assert time.monotonic() - started < BUSY_WITHIN_S
+        message = refused.value.message
+        assert "advisory lock" in message and "the locker" in message, message
+        assert f"pid {holder.info.backend_pid}" in message and "pg_terminate_backend" in message
+
+        holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_KEY,))
+        started = time.monotonic()
+        with pytest.raises(DatabaseUnavailable) as refused:
+            db.migrate()  # re-applies current_facts: waits for the reader's lock, 1 s
+        assert time.monotonic() - started < BUSY_WITHIN_S
+        message = refused.value.message
+        assert "could not lock a table" in message and "the locker" in message, message
+        holder.execute("ROLLBACK")
+    db.migrate()  # released: it runs
