@@ -25,6 +25,7 @@ import pytest
 from psycopg import sql
 
 from app.db import Database
+from app.db import migrate as migrations
 from app.db.embedded import EmbeddedPostgres
 from app.providers.embedder import Embedder
 from app.services.access import analysts
@@ -410,3 +411,69 @@ def _owns_a_large_object_as_superuser(server: EmbeddedPostgres, database: str, r
             )
         )
     return int(row[0])
+
+
+def test_an_analyst_made_before_0018_gets_the_limits_and_is_revoked_whole(
+    pg_server: EmbeddedPostgres, pg_data_dir: Path, new_database: Callable[..., str]
+) -> None:
+    """Upgrade: an analyst created as 0015 made them (5 minutes idle, no temp file limit,
+    nothing recorded), owning a large object, gets the new limits and a record of them,
+    and revoke leaves nothing of it."""
+    name = new_database("limits_upgrade", empty=True)
+    settings = make_settings(pg_data_dir, embedded={"database": name})
+    params = migrations.SchemaParams(
+        embedding_dim=settings.embedding.dim,
+        embedding_model=settings.embedding.model,
+        app_role=settings.database.app_role,
+        optional_extensions=settings.database.optional_extensions,
+    )
+    conninfo = pg_server.conninfo(dbname=name)
+    migrations.upgrade(conninfo, params, "0016_store_items")
+    role = analysts.role_name(settings.database.app_role, "lim_old")
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        _as_0015_made_it(conn, role, analysts.analyst_group(settings.database.app_role))
+    large_object = _owns_a_large_object_as_superuser(pg_server, name, role)
+    migrations.upgrade(conninfo, params)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT a.role_settings, a.verifier = p.rolpassword FROM analysts AS a "
+            "JOIN pg_authid AS p ON p.rolname = a.role_name WHERE a.role_name = %s",
+            (role,),
+        ).fetchone()
+    assert row is not None and row[1] is True
+    recorded = dict(item.split("=", 1) for item in row[0])
+    assert recorded["idle_in_transaction_session_timeout"] == "60s"
+    assert recorded["temp_file_limit"] == analysts.TEMP_FILE_LIMIT
+    assert recorded["work_mem"] == analysts.WORK_MEM
+    assert recorded["statement_timeout"] == "30s"
+    with Database(settings) as db:
+        analysts.revoke(db, "lim_old")
+        _nothing_left(db, role, "lim_old", large_object)
+
+
+def _as_0015_made_it(conn: psycopg.Connection[Any], role: str, group: str) -> None:
+    ident = sql.Identifier(role)
+    conn.execute("INSERT INTO tenants (id) VALUES (%s) ON CONFLICT DO NOTHING", (TENANT,))
+    conn.execute(
+        sql.SQL(
+            "CREATE ROLE {} LOGIN PASSWORD 'old-password' CONNECTION LIMIT 10 IN ROLE {}"
+        ).format(ident, sql.Identifier(group))
+    )
+    for setting, value in (
+        ("statement_timeout", "30s"),
+        ("default_transaction_read_only", "on"),
+        ("idle_in_transaction_session_timeout", "5min"),
+        ("search_path", "public"),
+    ):
+        conn.execute(
+            sql.SQL("ALTER ROLE {} SET {} = {}").format(
+                ident, sql.Identifier(setting), sql.Literal(value)
+            )
+        )
+    conn.execute(
+        "INSERT INTO analysts (role_name, name, statement_timeout_seconds) VALUES (%s, %s, 30)",
+        (role, "lim_old"),
+    )
+    conn.execute(
+        "INSERT INTO analyst_grants (role_name, tenant_id) VALUES (%s, %s)", (role, TENANT)
+    )
