@@ -81,6 +81,15 @@ def test_failed_secrets_benchmark_smoke(tmp_path: Path) -> None:
     assert report["flood"]["fresh_prefixes"]["429"] > 0
 
 
+def test_analyst_fence_benchmark_smoke(tmp_path: Path) -> None:
+    """Issue 40's EXPLAIN prefix walk recovers nothing; the fence's latencies are numbers."""
+    _, report = run_smoke("analyst_fence", tmp_path, timeout_s=240)
+    assert report["prefix_walk"]["explains"] > 0 and report["prefix_walk"]["recovered"] == ""
+    for question in ("dashboard", "count_memories", "fact_by_subject"):
+        for way in ("fenced", "direct"):
+            assert number(report[question][way]["p50_ms"]) > 0
+
+
 def test_dedup_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("dedup", tmp_path, timeout_s=240)
     assert report["pairs"] == sum(row["pairs"] for row in report["categories"].values())
