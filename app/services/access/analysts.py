@@ -1,12 +1,13 @@
 """SQL analysts: LOGIN roles that read the tenants they are granted, and nothing else.
 
 An analyst is a Postgres role in the analyst group (``<app role>_analyst``, migration
-0015) with a row in ``analysts`` and one ``analyst_grants`` row per tenant. Row-level
-security on every tenant table and graph keys on those grants through ``current_user``,
-so no setting the session changes (``elephant.tenant_id``) widens what it sees. The
-group holds SELECT only, the role is created read-only with a statement timeout, and it
-can execute none of the key, session, job or erasure functions. Run as the migrator
-(it needs CREATEROLE); every creation and revocation is audited.
+0015) with a row in ``analysts`` and one ``analyst_grants`` row per tenant. It reads
+only its own schema ``analyst_<name>`` (analyst_fence.py, migration 0017): views that
+name its tenants as constants, so neither a setting the session changes
+(``elephant.tenant_id``) nor a plan (EXPLAIN) reaches another tenant's rows; it holds
+no privilege on the tables of ``public``. The role is created read-only with a statement
+timeout, and it can execute none of the key, session, job or erasure functions. Run as
+the migrator (it needs CREATEROLE); every creation and revocation is audited.
 """
 
 from __future__ import annotations
