@@ -23,6 +23,7 @@ import httpx
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from app.db import Database
 from app.db import migrate as migrations
@@ -477,3 +478,22 @@ def _as_0015_made_it(conn: psycopg.Connection[Any], role: str, group: str) -> No
     conn.execute(
         "INSERT INTO analyst_grants (role_name, tenant_id) VALUES (%s, %s)", (role, TENANT)
     )
+
+
+def test_revoke_drops_what_the_analyst_made_in_another_database(seeded: Elephant) -> None:
+    """An analyst may log in to any database that lets PUBLIC connect (the cluster's
+    `postgres`) and make a large object there, out of migration 0018's reach."""
+    db = seeded.db
+    made = analysts.create(db, AnalystIn(name="lim_elsewhere", tenants=[TENANT]))
+    elsewhere = make_conninfo(analysts.login_conninfo(db, made.role), dbname="postgres")
+    with psycopg.connect(elsewhere, autocommit=True) as conn:
+        conn.execute("SET default_transaction_read_only = off")
+        row = conn.execute("SELECT lo_from_bytea(0, '\\x00'::bytea)").fetchone()
+    assert row is not None
+    analysts.revoke(db, "lim_elsewhere")
+    with psycopg.connect(make_conninfo(db.admin_conninfo(), dbname="postgres")) as conn:
+        left = conn.execute(
+            "SELECT count(*) FROM pg_largeobject_metadata WHERE oid = %s", (row[0],)
+        ).fetchone()
+    assert left == (0,)
+    _nothing_left(db, made.role, "lim_elsewhere", row[0])

@@ -300,6 +300,7 @@ def revoke(
     analyst = found[0]
     with db.admin_connection() as conn:
         _end_sessions(conn, analyst.role)
+        _drop_elsewhere(db, conn, analyst.role)
         try:
             with conn.transaction():
                 conn.execute("SET LOCAL lock_timeout = '10s'")
@@ -368,6 +369,26 @@ def _drop_role(conn: Connection, role: str) -> None:
     lend_membership(conn, role)  # DROP ROLE ends the membership
     conn.execute(sql.SQL("DROP OWNED BY {}").format(ident))
     conn.execute(sql.SQL("DROP ROLE {}").format(ident))
+
+
+def _drop_elsewhere(db: Database, conn: Connection, role: str) -> None:
+    """Drop what the role owns in the cluster's other databases (it may log in to any that
+    lets PUBLIC connect, and make large objects there). A database the migrator may not
+    enter is left: DROP ROLE then says what remains (a clear Conflict)."""
+    for (database,) in conn.execute(
+        load_sql("access/analyst_other_databases.sql"), (role,)
+    ).fetchall():
+        try:
+            other = psycopg.connect(
+                make_conninfo(db.admin_conninfo(), dbname=database), autocommit=True
+            )
+        except psycopg.OperationalError:
+            continue
+        with other, contextlib.suppress(psycopg.errors.InsufficientPrivilege), other.transaction():
+            lent = lend_membership(other, role)
+            other.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            if lent:
+                other.execute(sql.SQL("REVOKE {} FROM CURRENT_USER").format(sql.Identifier(role)))
 
 
 def _audit_revoke(conn: Connection, analyst: AnalystInfo, revoked_by: str) -> None:
