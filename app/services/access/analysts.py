@@ -333,6 +333,8 @@ def _end_sessions(conn: Connection, role: str) -> None:
         return
     with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
         conn.execute(sql.SQL("ALTER ROLE {} NOLOGIN").format(sql.Identifier(role)))
+    # Committed first: no new session of it starts while these end.
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege), conn.transaction():
         lent = lend_membership(conn, role)
         conn.execute(
             "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity WHERE usename = %s",
