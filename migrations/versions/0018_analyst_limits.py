@@ -166,6 +166,7 @@ def downgrade() -> None:
     op.execute("ALTER TABLE analysts DROP COLUMN IF EXISTS role_settings")
     op.execute("ALTER TABLE analysts DROP COLUMN IF EXISTS verifier")
     if superuser or owner:
+        op.execute(f"REVOKE TEMPORARY ON DATABASE {_database()} FROM {roles}")
         op.execute(f"GRANT TEMPORARY ON DATABASE {_database()} TO PUBLIC")
     if superuser:
         for function in FUNCTIONS:
