@@ -15,16 +15,21 @@ import re
 import string
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 
 from app.db import Database
+from app.db.embedded import EmbeddedPostgres
+from app.providers.embedder import Embedder
 from app.services.access import analysts
 from app.services.access.analysts import AnalystIn
+from app.services.memory.commit import commit_note
+from app.services.memory.schemas import NoteIn
 from app.services.runtime import Elephant
-from tests.conftest import MANAGED, api_client, needs_age
+from tests.conftest import MANAGED, api_client, make_settings, needs_age
 
 A, B, C = "fence-a", "fence-b", "fence-c"
 SUBJECT_B, EXTERNAL_B = "mira", "kestrel"  # what the walk tries to read
@@ -348,3 +353,45 @@ def test_the_migration_fences_analysts_that_already_exist(seeded: Elephant) -> N
                 assert names == {f"Entity of {A}"}
     finally:
         analysts.revoke(db, "fence_old")
+
+
+def test_a_migrator_that_is_no_superuser_fences_too(
+    pg_server: EmbeddedPostgres,
+    tmp_path: Path,
+    new_database: Callable[..., str],
+    embedder: Embedder,
+) -> None:
+    """On a team's own Postgres the migrator owns the FORCE ROW LEVEL SECURITY tables
+    without bypassing them: the views read through the analyst_fence policy, and the
+    walk still finds nothing."""
+    name = new_database("fence_owner", empty=True)
+    with psycopg.connect(pg_server.conninfo(), autocommit=True) as conn:
+        conn.execute("CREATE ROLE fence_owner LOGIN CREATEROLE")
+        conn.execute(sql.SQL("ALTER DATABASE {} OWNER TO fence_owner").format(sql.Identifier(name)))
+    with psycopg.connect(pg_server.conninfo(dbname=name), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    url = f"postgresql://fence_owner@/{name}?host={pg_server.socket_dir}&port={pg_server.port}"
+    database = {"url": url, "app_role": "fo_app", "worker_role": "fo_worker"}
+    settings = make_settings(tmp_path, database={**database, "optional_extensions": ()})
+    with Database(settings) as db:
+        elephant = Elephant(settings=settings, db=db, embedder=embedder, llm=None)
+        for tenant in (A, B):
+            text = f"Marta booked the greenhouse roof in Lisbon for {tenant} on 3 May 2024."
+            commit_note(elephant, tenant, NoteIn(text=text, source="chat"), wait=True)
+        with db.admin_connection() as conn:
+            conn.execute("SELECT set_config('elephant.tenant_id', %s, false)", (B,))
+            conn.execute(
+                "INSERT INTO facts (tenant_id, subject, text) VALUES (%s, 'mira', 'm')", (B,)
+            )
+            conn.commit()
+        created = analysts.create(db, AnalystIn(name="fence_owned", tenants=[A]))
+        try:
+            with connect_as(db, created.role) as conn:
+                assert {r[0] for r in conn.execute("SELECT tenant_id FROM memories")} == {A}
+                conn.execute("SET elephant.tenant_id = 'fence-b'")
+                assert {r[0] for r in conn.execute("SELECT tenant_id FROM memories")} == {A}
+                set_planner(conn, ("enable_seqscan", "enable_bitmapscan"))
+                for explain in EXPLAINS:
+                    assert walk(oracle(conn, explain, WALKS[0])) == ""
+        finally:
+            analysts.revoke(db, "fence_owned")
