@@ -501,3 +501,34 @@ def test_revoke_drops_what_the_analyst_made_in_another_database(seeded: Elephant
         ).fetchone()
     assert left == (0,)
     _nothing_left(db, made.role, "lim_elsewhere", row[0])
+
+
+def test_a_statement_holding_more_memory_than_the_limit_is_cancelled(seeded: Elephant) -> None:
+    """work_mem = '16GB' is accepted (USERSET: Postgres cannot refuse it), but the guard
+    sees the backend's memory on the embedded server and cancels the statement."""
+    db = seeded.db
+    made = analysts.create(
+        db, AnalystIn(name="lim_memory", tenants=[TENANT], statement_timeout_seconds=60)
+    )
+    running = AnalystGuard(db.admin_conninfo, interval_s=0.25, memory_limit_mb=64)
+    running.start()
+    try:
+        with connect_as(db, made.role) as conn:
+            # Within its role's work_mem the same sort spills to disk and runs to the end.
+            conn.execute(
+                "SELECT count(*), pg_sleep(1) FROM (SELECT g FROM generate_series(1, "
+                "3000000) AS g ORDER BY g DESC) AS sorted"
+            )
+            conn.execute("SET work_mem = '16GB'")
+            started = time.monotonic()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                conn.execute(
+                    "SELECT count(*), pg_sleep(30) FROM (SELECT g FROM generate_series(1, "
+                    "3000000) AS g ORDER BY g DESC) AS sorted"
+                )
+            took = time.monotonic() - started
+    finally:
+        running.stop()
+        analysts.revoke(db, "lim_memory")
+    print(f"a sort in 16GB of work_mem was cancelled past 64 MB at {took:.2f} s")
+    assert took < 20, took

@@ -10,7 +10,10 @@ migrator connection of its own, about once a second:
 - ends analyst sessions idle in a transaction longer than IDLE_IN_TRANSACTION_SECONDS;
 - puts back role settings an analyst changed (as recorded at creation, analysts.role_settings)
   and drops any it set for one database;
-- where the migrator may read pg_authid (a superuser), puts back a changed password.
+- where the migrator may read pg_authid (a superuser), puts back a changed password;
+- where the server runs on this machine (embedded), cancels an analyst statement whose
+  backend holds more than MEMORY_LIMIT_MB of private memory: a session may raise
+  work_mem for itself, and no other session can see it did, but its memory shows.
 
 Several guards on one database (two processes) do the same idempotent work. A migrator
 that is not a superuser needs pg_read_all_stats to see analyst sessions' states (else
@@ -27,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import psutil
 import psycopg
 from psycopg import sql
 
@@ -38,6 +42,7 @@ log = logging.getLogger(__name__)
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 INTERVAL_S = 1.0
+MEMORY_LIMIT_MB = 1024  # private memory of one analyst backend (rss - shared)
 RECONNECT_S = 5.0
 
 
@@ -59,10 +64,12 @@ class AnalystGuard:
         conninfo: Callable[[], str],
         interval_s: float = INTERVAL_S,
         idle_seconds: int = IDLE_IN_TRANSACTION_SECONDS,
+        memory_limit_mb: int | None = None,
     ) -> None:
         self._conninfo = conninfo
         self._interval_s = interval_s
         self._idle_seconds = idle_seconds
+        self._memory_limit_mb = memory_limit_mb  # None: the server is not on this machine
         self._stop = threading.Event()
         self._skipped: set[str] = set()  # parts this migrator may not do, logged once
         self._thread = threading.Thread(target=self._loop, name="elephant-analyst-guard")
@@ -84,7 +91,12 @@ class AnalystGuard:
                     conn.execute("SET statement_timeout = '5s'")
                     conn.execute("SET lock_timeout = '2s'")
                     while not self._stop.is_set():
-                        guard_pass(conn, self._skipped, idle_seconds=self._idle_seconds)
+                        guard_pass(
+                            conn,
+                            self._skipped,
+                            idle_seconds=self._idle_seconds,
+                            memory_limit_mb=self._memory_limit_mb,
+                        )
                         self._stop.wait(self._interval_s)
             except psycopg.Error as exc:  # database restarting, or the schema not there yet
                 log.warning("analyst guard: %s (again in %.0f s)", exc, RECONNECT_S)
@@ -96,6 +108,7 @@ def guard_pass(
     skipped: set[str] | None = None,
     *,
     idle_seconds: int = IDLE_IN_TRANSACTION_SECONDS,
+    memory_limit_mb: int | None = None,
 ) -> GuardReport:
     """One pass of every check; a part the migrator may not do is skipped (and logged
     once per ``skipped`` set)."""
@@ -104,11 +117,12 @@ def guard_pass(
     parts: tuple[tuple[str, Callable[[], None]], ...] = (
         ("cancel", lambda: _cancel(conn, report)),
         ("idle", lambda: _end_idle(conn, report, idle_seconds)),
+        ("memory", lambda: _cancel_memory_hogs(conn, report, memory_limit_mb)),
         ("settings", lambda: _restore_settings(conn, report)),
         ("password", lambda: _restore_passwords(conn, report)),
     )
     if "cancel" not in skipped and not _sees_sessions(conn):
-        skipped.update({"cancel", "idle"})
+        skipped.update({"cancel", "idle", "memory"})
         log.warning(
             "analyst guard: skips cancel and idle checks: the migrator cannot see other "
             "roles' session states (grant it pg_read_all_stats, docs/security.md)"
@@ -139,6 +153,25 @@ def _cancel(conn: Connection, report: GuardReport) -> None:
             report.cancelled.append(name)
             log.warning(
                 "analyst guard: cancelled %s's statement past its limit (pid %s)", name, pid
+            )
+
+
+def _cancel_memory_hogs(conn: Connection, report: GuardReport, limit_mb: int | None) -> None:
+    if limit_mb is None:
+        return
+    for name, role, pid in conn.execute(load_sql("access/guard_active.sql")).fetchall():
+        try:
+            memory = psutil.Process(pid).memory_info()
+        except psutil.Error:
+            continue  # ended meanwhile
+        private_mb = (memory.rss - memory.shared) / 2**20
+        if private_mb > limit_mb and _signal(conn, role, pid, "pg_cancel_backend"):
+            report.cancelled.append(name)
+            log.warning(
+                "analyst guard: cancelled %s's statement holding %.0f MB (pid %s)",
+                name,
+                private_mb,
+                pid,
             )
 
 
@@ -215,7 +248,10 @@ def _restore_passwords(conn: Connection, report: GuardReport) -> None:
 def start_guard(elephant: Elephant) -> AnalystGuard:
     """Run the guard in a background thread of this serving process until ``elephant``
     closes."""
-    guard = AnalystGuard(elephant.db.admin_conninfo)
+    local = elephant.db.embedded is not None
+    guard = AnalystGuard(
+        elephant.db.admin_conninfo, memory_limit_mb=MEMORY_LIMIT_MB if local else None
+    )
     elephant.stop_on_close(guard)
     guard.start()
     return guard
