@@ -1,7 +1,7 @@
 """The BM25 lane ranked by the tenant's own statistics vs the index's shared ones: speed.
 
     .venv/bin/python benchmarks/keyword_tenant_stats.py [--big 30000] [--small 1000]
-        [--queries 200] [--smoke] [--out benchmarks/results/keyword_tenant_stats.json]
+        [--queries 200] [--pool 50] [--smoke] [--out benchmarks/results/keyword_tenant_stats.json]
 
 Issue 40: a bm25 index's statistics span every tenant, so a tenant's keyword order told
 it which words other tenants use. search.keyword_statistics = tenant (the default)
@@ -106,7 +106,7 @@ def locomo_full_pools(data_dir: Path, dataset: Path, pool: int) -> dict[str, Any
     return counts
 
 
-def run(big: int, small: int, query_count: int, seed: int) -> dict[str, Any]:
+def run(big: int, small: int, query_count: int, seed: int, pool: int) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     vocab = scale.make_vocabulary(rng)
     corpus = scale.make_corpus(rng, vocab, big + small)
@@ -115,7 +115,7 @@ def run(big: int, small: int, query_count: int, seed: int) -> dict[str, Any]:
     ]
     queries = scale.make_queries(rng, vocab, corpus, query_count)
     samples: dict[str, list[float]] = {}
-    with scale.fresh_database("elephant-kwstats-") as db:
+    with scale.fresh_database("elephant-kwstats-", {"search": {"keyword_pool": pool}}) as db:
         load = scale.bulk_load(db, corpus)
         print(f"loaded {big + small} memories in {load.copy_s:.1f}s (+ index builds)")
         app = scale.service(db)
@@ -145,7 +145,7 @@ def run(big: int, small: int, query_count: int, seed: int) -> dict[str, Any]:
         "big_memories": big + small - small_rows,
         "small_memories": small_rows,
         "queries": len(queries),
-        "keyword_pool": scale.Settings().search.keyword_pool,
+        "keyword_pool": pool,
         "load_average_before": list(load_before),
         "load_average_after": list(load_after),
         "sql_ms": {key: scale.percentiles(values) for key, values in samples.items()},
@@ -159,6 +159,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=1_000, help="memories of the small one")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pool", type=int, default=50, help="search.keyword_pool")
     parser.add_argument("--smoke", action="store_true", help="2,000 + 200 memories, 10 queries")
     parser.add_argument(
         "--out", type=Path, default=Path("benchmarks/results/keyword_tenant_stats.json")
@@ -167,16 +168,15 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=Path("/work/shared/datasets/locomo10.json"))
     args = parser.parse_args()
     if args.locomo_db:
-        pool = scale.Settings().search.keyword_pool
-        counts = locomo_full_pools(args.locomo_db, args.dataset, pool)
-        print(f"LoCoMo, keyword_pool {pool}: {counts}")
+        counts = locomo_full_pools(args.locomo_db, args.dataset, args.pool)
+        print(f"LoCoMo, keyword_pool {args.pool}: {counts}")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": " ".join(sys.argv), **counts}, indent=2))
         return
     if args.smoke:
         args.big, args.small, args.queries = 2_000, 200, 10
     started = time.perf_counter()
-    result = run(args.big, args.small, args.queries, args.seed)
+    result = run(args.big, args.small, args.queries, args.seed, args.pool)
     result["command"] = " ".join(sys.argv)
     result["runtime_s"] = round(time.perf_counter() - started, 1)
     print(
