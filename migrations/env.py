@@ -72,6 +72,8 @@ def _migrate(connection: sa.Connection) -> None:
     )
     if at_head:
         apply_objects(connection, attributes.get("objects_mark"))
+    else:  # below head: no re-applied objects, and no digest that would say there were
+        _driver(connection).execute("COMMENT ON TABLE alembic_version IS NULL")
 
 
 connection = context.config.attributes.get("connection")
