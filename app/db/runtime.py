@@ -526,6 +526,8 @@ class Database:
             served = True
         except psycopg.errors.QueryCanceled as exc:  # statement timeout, as on the primary
             raise DatabaseUnavailable(f"database unavailable: {exc}".strip()) from None
+        except psycopg.errors.LockNotAvailable:  # a lock held past the bound: not a failure
+            raise lock_waits.busy("the read", self.lock_timeout_ms) from None
         except psycopg.OperationalError as exc:
             replicas.failed(lease, exc)
             raise ReplicaUnavailable(
