@@ -36,12 +36,13 @@ from psycopg import sql
 
 from app.config import Settings
 from app.db import Database, migrate
-from app.errors import DatabaseUnavailable
+from app.errors import Conflict, DatabaseUnavailable
 from app.services.access import analysts
 from app.services.access.analysts import AnalystIn
 from app.services.graph.age import graph_name
 from app.services.lifecycle.maintenance import TASKS, job_kind
 from app.services.ops.reembed import embedders
+from app.services.ops.reembed import state as reembed_state
 from app.services.runtime import Elephant
 from tests.conftest import api_client, free_port
 
@@ -429,3 +430,23 @@ def test_a_start_at_head_takes_no_lock_and_a_migration_names_who_holds_its_lock(
         assert "could not lock a table" in message and "the locker" in message, message
         holder.execute("ROLLBACK")
     db.migrate()  # released: it runs
+
+
+def test_an_operators_re_embed_command_waits_a_bounded_time_for_its_lock(
+    seeded: Elephant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`elephant reembed run/start/cancel` wait for a step elsewhere, at most
+    STEP_WAIT_S, then say who holds the key (an outside session may never let go)."""
+    monkeypatch.setattr(reembed_state, "STEP_WAIT_S", 1.0)
+    with psycopg.connect(seeded.db.app_conninfo(), autocommit=True) as holder:
+        holder.execute("SET application_name = 'the locker'")
+        holder.execute("SELECT pg_advisory_lock(%s)", (REEMBED_KEY,))
+        with seeded.db.admin_connection() as conn:
+            started = time.monotonic()
+            with pytest.raises(Conflict) as refused, reembed_state.stepping(conn, wait=True):
+                pass
+            assert time.monotonic() - started < BUSY_WITHIN_S
+            assert "the locker" in refused.value.message, refused.value.message
+            holder.execute("SELECT pg_advisory_unlock(%s)", (REEMBED_KEY,))
+            with reembed_state.stepping(conn, wait=True) as mine:
+                assert mine

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import psycopg
 from pgvector.psycopg import register_vector
 from psycopg import sql
 
+from app.db import lock_waits
 from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.errors import ConfigError, Conflict
@@ -38,6 +40,7 @@ swap and finish an embedding it had begun with the old model."""
 LOCK_TIMEOUT = "5s"
 """How long a DDL statement waits for a table lock before giving up (and trying again
 later) instead of queueing every search behind it."""
+STEP_WAIT_S = 300.0  # longest wait of an operator's re-embed command for a step elsewhere
 _ADVISORY_KEY = 0x454C455245454D42  # one re-embed step at a time, across processes
 
 
@@ -218,13 +221,21 @@ def admin(elephant: Elephant) -> Iterator[Connection]:
 @contextmanager
 def stepping(conn: Connection, *, wait: bool = True) -> Iterator[bool]:
     """Hold the re-embed's advisory lock on this session; ``wait`` False: yield False at
-    once when another process holds it."""
-    if wait:
-        conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_KEY,))
-        got = True
-    else:
+    once when another process holds it. ``wait`` True tries for STEP_WAIT_S (another
+    step ends within it; an outside session holding the key may never let go), then
+    raises Conflict naming who holds it."""
+    deadline = time.monotonic() + (STEP_WAIT_S if wait else 0.0)
+    while True:
         row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_ADVISORY_KEY,)).fetchone()
         got = bool(row and row[0])
+        if got or time.monotonic() >= deadline:
+            break
+        time.sleep(0.5)
+    if wait and not got:
+        raise Conflict(
+            f"the re-embed waited {STEP_WAIT_S:g} s for its advisory lock, "
+            + lock_waits.advice(lock_waits.advisory_holders(conn, _ADVISORY_KEY))
+        )
     try:
         yield got
     finally:
