@@ -172,6 +172,7 @@ def timed(call: Any) -> tuple[httpx.Response, float]:
 def assert_done_or_busy(response: Any, took: float, what: str, *, busy_allowed: bool) -> bool:
     """Done within WITHIN_S, or (``busy_allowed``) a 503 with Retry-After within
     BUSY_WITHIN_S. True when it was done."""
+    print(f"{what}: {response.status_code} in {took:.2f} s")
     if response.status_code in (200, 201):
         assert took <= WITHIN_S, f"{what} took {took:.1f} s"
         return True
