@@ -451,3 +451,34 @@ def test_an_operators_re_embed_command_waits_a_bounded_time_for_its_lock(
             holder.execute("SELECT pg_advisory_unlock(%s)", (REEMBED_KEY,))
             with reembed_state.stepping(conn, wait=True) as mine:
                 assert mine
+
+
+def test_erasing_a_tenant_ends_its_analysts_sessions_first(seeded: Elephant) -> None:
+    """An analyst of the tenant, mid-transaction over everything it may read (the
+    tenant's graph included), is losing the tenant: the erasure ends its session and
+    succeeds within the bound instead of waiting for it."""
+    db = seeded.db
+    tenant = f"{B}-own"
+    with api_client(seeded.settings, seeded) as client:
+        head = {"X-Elephant-Tenant": tenant}
+        note = {"text": "Bravo keeps the ledger in the Lisbon office."}
+        assert client.post("/commit", json=note, headers=head).status_code in (200, 201)
+        ent = {"entities": [{"name": "Owner", "entity_type": "person"}]}
+        assert client.post("/graph/entities", json=ent, headers=head).status_code in (200, 201)
+        own = analysts.create(db, AnalystIn(name="own_b", tenants=[tenant]))
+        try:
+            with holding(analysts.login_conninfo(db, own.role), []) as taken:
+                print("the tenant's analyst read", len(taken["relations"]), "relations")
+                assert taken["relations"], "the analyst read nothing"
+                response, took = timed(
+                    lambda: client.post("/erase", json={"tenant": True}, headers=head)
+                )
+                assert_done_or_busy(response, took, "the erasure", busy_allowed=False)
+            with db.admin_connection() as conn:
+                left = conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE usename = %s", (own.role,)
+                ).fetchone()
+            assert left == (0,), "the analyst's sessions outlived the erasure of its tenant"
+        finally:
+            if any(a.name == "own_b" for a in analysts.list_analysts(db)):
+                analysts.revoke(db, "own_b")
