@@ -81,29 +81,49 @@ def full_pools(app: Any, queries: list[scale.Query], tenant: str) -> int:
     return full
 
 
-def locomo_full_pools(data_dir: Path, dataset: Path, pool: int) -> dict[str, Any]:
-    """On a LoCoMo database (benchmarks/locomo.py --data-dir): how many questions have
-    words in at least ``pool`` of their conversation's memories (facts), i.e. whose
-    candidates may follow the shared statistics."""
+def locomo_bound(data_dir: Path, dataset: Path, pool: int) -> dict[str, Any]:
+    """On a LoCoMo database (benchmarks/locomo.py --data-dir), per question: are its
+    words in at least ``pool`` of its conversation's memories (facts), so that which
+    documents are candidates may follow the shared statistics; and does the keyword
+    lane's top 10 (the product's lane size) then differ from the tenant's BM25 over
+    every matching document (a pool of 1,000, more than a conversation holds)?"""
     settings = scale.Settings.model_validate({"data_dir": str(data_dir)})
     db = scale.Database(settings)
     db.open()
-    counts = {"questions": 0, "memories_full": 0, "facts_full": 0}
+    app = scale.service(db)
+    counts = {"questions": 0}
     try:
-        with db.admin_connection() as conn:
-            for sample in json.loads(dataset.read_text()):
-                tenant = f"locomo-{sample['sample_id']}"
-                for qa in sample["qa"]:
-                    counts["questions"] += 1
-                    for table in ("memories", "facts"):
-                        row = conn.execute(
-                            sql.SQL(MATCHING).format(sql.Identifier(table)),
-                            (tenant, qa["question"]),
-                        ).fetchone()
-                        counts[f"{table}_full"] += int(row[0] if row else 0) >= pool
+        for sample in json.loads(dataset.read_text()):
+            tenant = f"locomo-{sample['sample_id']}"
+            for qa in sample["qa"]:
+                counts["questions"] += 1
+                for table, part in (("memories", "memory"), ("facts", "fact")):
+                    full, differs = _bound_of(app, tenant, table, part, qa["question"], pool)
+                    counts[f"{table}_full"] = counts.get(f"{table}_full", 0) + full
+                    counts[f"{table}_top10_differs"] = (
+                        counts.get(f"{table}_top10_differs", 0) + differs
+                    )
     finally:
         db.close()
     return counts
+
+
+def _bound_of(
+    app: Any, tenant: str, table: str, part: str, question: str, pool: int
+) -> tuple[bool, bool]:
+    query = scale.Query(text=question, variants=[question], vectors=[np.zeros(scale.DIM)])
+    params = scale.params_for(app, query, tenant=tenant, way="exact") | KEYWORD_ONLY
+    params["result_limit"] = 20  # both parts of the lane whole (10 memories, 10 facts)
+    lanes = {}
+    with app.db.tenant(tenant) as conn:
+        prepare(conn, app, 1)
+        matching = conn.execute(sql.SQL(MATCHING).format(sql.Identifier(table)), (tenant, question))
+        row = matching.fetchone()
+        for size in (pool, 1000):
+            params[f"keyword_{part}_pool"] = size
+            rows = run_statement(conn, "bm25", params)
+            lanes[size] = [r[1] for r in rows if (r[0] == "fact") == (table == "facts")]
+    return int(row[0] if row else 0) >= pool, lanes[pool] != lanes[1000]
 
 
 def run(big: int, small: int, query_count: int, seed: int, pool: int) -> dict[str, Any]:
@@ -168,7 +188,7 @@ def main() -> None:
     parser.add_argument("--dataset", type=Path, default=Path("/work/shared/datasets/locomo10.json"))
     args = parser.parse_args()
     if args.locomo_db:
-        counts = locomo_full_pools(args.locomo_db, args.dataset, args.pool)
+        counts = locomo_bound(args.locomo_db, args.dataset, args.pool)
         print(f"LoCoMo, keyword_pool {args.pool}: {counts}")
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"command": " ".join(sys.argv), **counts}, indent=2))
@@ -177,6 +197,7 @@ def main() -> None:
         args.big, args.small, args.queries = 2_000, 200, 10
     started = time.perf_counter()
     result = run(args.big, args.small, args.queries, args.seed, args.pool)
+    result["smoke"] = args.smoke
     result["command"] = " ".join(sys.argv)
     result["runtime_s"] = round(time.perf_counter() - started, 1)
     print(

@@ -90,6 +90,17 @@ def test_analyst_fence_benchmark_smoke(tmp_path: Path) -> None:
             assert number(report[question][way]["p50_ms"]) > 0
 
 
+def test_keyword_tenant_stats_benchmark_smoke(tmp_path: Path) -> None:
+    """Issue 40's keyword lane by the tenant's statistics and by the shared ones, timed
+    for a small tenant beside a big one: every latency a number."""
+    _, report = run_smoke("keyword_tenant_stats", tmp_path, timeout_s=240)
+    for tenant in ("kw-small", "kw-big"):
+        for lanes in ("keyword", "fused"):
+            for stats in ("tenant", "table"):
+                assert number(report["sql_ms"][f"{tenant} {lanes} {stats}"]["p50"]) > 0
+    assert 0 <= number(report["small_queries_with_full_pool"]) <= report["queries"]
+
+
 def test_dedup_benchmark_smoke(tmp_path: Path) -> None:
     result, report = run_smoke("dedup", tmp_path, timeout_s=240)
     assert report["pairs"] == sum(row["pairs"] for row in report["categories"].values())
