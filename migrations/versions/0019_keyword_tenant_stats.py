@@ -49,6 +49,8 @@ SEARCH_FUNCTIONS = (
     "bm25query_eq(bm25query, bm25query)",
     "bm25vector_eq(bm25vector, bm25vector)",
 )
+# What pg_textsearch itself keeps from PUBLIC (a downgrade leaves them so)
+OWNER_ONLY = ("bm25_dump_index(text)", "bm25_summarize_index(text)")
 # pg_textsearch's functions but the type input/output ones, as regprocedure text
 EXTENSION_FUNCTIONS = """
 SELECT p.oid::regprocedure::text
@@ -175,7 +177,8 @@ def downgrade() -> None:
         if function.replace(", ", ",") in functions:
             op.execute(f"REVOKE EXECUTE ON FUNCTION {function} FROM {roles}")
     for function in functions:
-        op.execute(f"GRANT EXECUTE ON FUNCTION {function} TO PUBLIC")
+        if function not in OWNER_ONLY:
+            op.execute(f"GRANT EXECUTE ON FUNCTION {function} TO PUBLIC")
     op.execute(
         "UPDATE elephant_meta SET schema_version = '0018_analyst_limits', updated_at = now()"
     )
