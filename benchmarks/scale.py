@@ -860,13 +860,16 @@ def explain(app: Elephant, query: Query) -> dict[str, Any]:
     params = params_for(app, query)
     with app.db.tenant(TENANT) as conn:
         prepare(conn, app, max(params["windows"], params["facts"]))
+        text = statement("bm25", None, params["keyword_statistics"])
         row = conn.execute(
-            cast(Any, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement("bm25")), params
+            cast(Any, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + text),
+            params,
         ).fetchone()
         assert row is not None
         plan = row[0][0]
         text_rows = conn.execute(
-            cast(Any, "EXPLAIN (ANALYZE, COSTS OFF) " + statement("bm25")), params
+            cast(Any, "EXPLAIN (ANALYZE, COSTS OFF) " + text),
+            params,
         ).fetchall()
         separate: dict[str, bool] = {}
         lane_params = {**params, "vector": query.vectors[0], "text": query.variants[0]}
@@ -964,7 +967,9 @@ def create_old_activation(db: Database) -> None:
 
 def old_statement(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit], int]:
     """The one statement calling the activation function per row (before issue 26)."""
-    text = statement("bm25").replace("elephant_activation(", f"{OLD_ACTIVATION}(")
+    text = statement("bm25", None, params["keyword_statistics"]).replace(
+        "elephant_activation(", f"{OLD_ACTIVATION}("
+    )
     rows = conn.execute(cast(Any, text), params, prepare=True).fetchall()
     return [("fact" if row[0] == "fact" else "memory", row[1]) for row in rows], 1
 
@@ -991,6 +996,12 @@ def run_size(
     warmup_count: int = WARMUP_QUERIES,
     overrides: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    # The separate lanes replicate keyword_bm25.sql, the BM25 lane over the index's own
+    # statistics, so the statement runs that lane too (search.keyword_statistics =
+    # table) unless --set says otherwise: both rank the same candidates. The
+    # tenant-statistics lane's cost is benchmarks/keyword_tenant_stats.py's measure.
+    search_overrides = {"keyword_statistics": "table", **(overrides or {}).get("search", {})}
+    overrides = {**(overrides or {}), "search": search_overrides}
     rng = np.random.default_rng(seed)
     started = time.perf_counter()
     vocab = make_vocabulary(rng)
