@@ -299,7 +299,6 @@ def mcp_command(
     from app.mcp.http import standalone_app
     from app.services.access.auth import check_bind
     from app.services.jobs.worker import start_worker
-    from app.web.access_log import AccessLog
 
     bind = host or settings.mcp.host
     check_bind(settings, bind, where="elephant mcp --http")
@@ -309,11 +308,7 @@ def mcp_command(
             start_worker(elephant)
         _warm_up(elephant)
         uvicorn.run(
-            AccessLog(
-                standalone_app(settings, lambda: elephant),
-                frozenset({"/mcp"}),  # the one route standalone_app serves
-                detail=settings.log.access_detail,
-            ),
+            standalone_app(settings, lambda: elephant, log_access=True),
             host=bind,
             port=port or settings.mcp.port,
             log_level=settings.log.level.lower(),

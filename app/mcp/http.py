@@ -36,6 +36,7 @@ from app.mcp.server import build_server
 from app.services.access import audit
 from app.services.access.auth import Principal, authenticate
 from app.services.runtime import Elephant
+from app.web.access_log import AccessLog
 from app.web.bearer import bearer_token
 from app.web.failed_auth import FailedAuthGuard
 from app.web.proxies import behind_proxies
@@ -148,14 +149,19 @@ def gated(
     return KeyGate(app, get_elephant, guard) if settings.auth.mode == "keys" else app
 
 
-def standalone_app(settings: Settings, get_elephant: Callable[[], Elephant]) -> ASGIApp:
+def standalone_app(
+    settings: Settings, get_elephant: Callable[[], Elephant], *, log_access: bool = False
+) -> ASGIApp:
     """`elephant mcp --http`'s app: MCP at /mcp, behind the gate (with keys) and the
     process's own failed-auth budget, the client's address read from trusted proxies
-    (app/web/proxies.py). uvicorn runs its lifespan."""
+    (app/web/proxies.py). ``log_access``: an access line per request (app/web/access_log.py),
+    inside the proxies' middleware so that it names the client, not the proxy. uvicorn
+    runs its lifespan."""
     mcp = http_app(build_http_server(settings, get_elephant), path="/mcp")
-    return behind_proxies(settings.auth)(
-        gated(mcp, settings, get_elephant, FailedAuthGuard(settings.auth))
-    )
+    app = gated(mcp, settings, get_elephant, FailedAuthGuard(settings.auth))
+    if log_access:
+        app = AccessLog(app, frozenset({"/mcp"}), detail=settings.log.access_detail)
+    return behind_proxies(settings.auth)(app)
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

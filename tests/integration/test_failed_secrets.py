@@ -21,6 +21,7 @@ from app.mcp.http import standalone_app
 from app.services.access import audit
 from app.services.access.keys import KeyIn, create_key
 from app.services.runtime import Elephant
+from app.web.access_log import ACCESS_LOGGER
 from app.web.failed_auth import ADDRESS_FACTOR
 from tests.conftest import make_settings, serve_in_thread
 
@@ -264,3 +265,24 @@ def test_x_forwarded_for_from_an_untrusted_peer_is_ignored(
         answer = httpx.post(f"{url}/mcp", json=INIT, headers=headers, timeout=10)
     assert answer.status_code == 401
     assert set(denied_clients(db, "POST /mcp", since)) == {"127.0.0.1"}
+
+
+def test_mcp_over_http_logs_the_client_a_trusted_proxy_names(
+    settings: Settings, elephant: Elephant, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`elephant mcp --http`'s access line (log.access_detail) names the client behind a
+    trusted proxy, as the gate's audit row does, not the proxy's address."""
+    trusting = make_settings(
+        settings.data_dir,
+        embedded={"database": settings.embedded.database},
+        auth={"rate_denied_per_minute": BUDGET, "trusted_proxies": "127.0.0.1"},
+        log={"access_detail": True},
+    )
+    app = standalone_app(trusting, lambda: elephant, log_access=True)
+    with caplog.at_level("INFO", logger=ACCESS_LOGGER), serve_in_thread(app) as url:
+        headers = bearer("not-a-key", **ACCEPT, **{"X-Forwarded-For": "203.0.113.21"})
+        answer = httpx.post(f"{url}/mcp", json=INIT, headers=headers, timeout=10)
+    assert answer.status_code == 401
+    lines = [r.getMessage() for r in caplog.records if r.name == ACCESS_LOGGER]
+    assert any(line.startswith("POST /mcp 401") for line in lines), lines
+    assert all("from 203.0.113.21:" in line for line in lines if "/mcp" in line), lines
