@@ -42,6 +42,7 @@ from uvicorn.config import LOGGING_CONFIG
 
 from app.api import create_app
 from app.config import EmbeddingSettings, Settings
+from app.config.database import analyst_group
 from app.db import Database
 from app.db import migrate as migrations
 from app.db.embedded import EmbeddedPostgres
@@ -135,7 +136,8 @@ def pg_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def pg_server(pg_data_dir: Path) -> Iterator[EmbeddedPostgres]:
     """The run's PostgreSQL server (and, with ELEPHANT_TEST_POOLER=1, its PgBouncer)."""
-    server = EmbeddedPostgres(pg_data_dir / "embedded")
+    # as Database.start_server: analysts reach the modules' databases, not `postgres`
+    server = EmbeddedPostgres(pg_data_dir / "embedded", analyst_group=analyst_group("elephant_app"))
     server.start()
     if POOLER:
         bouncer = PgBouncer(

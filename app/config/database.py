@@ -14,6 +14,12 @@ from pydantic import Field, field_validator, model_validator
 from app.config.base import _IDENTIFIER, _Section, _split_list
 
 
+def analyst_group(app_role: str) -> str:
+    """The group every SQL analyst role of ``app_role`` is a member of (migration 0015),
+    within Postgres' 63 characters."""
+    return f"{app_role[:55]}_analyst"
+
+
 class DatabaseSettings(_Section):
     url: str | None = Field(
         None,
@@ -198,6 +204,11 @@ class DatabaseSettings(_Section):
     def transaction_pooled(self) -> bool:
         """Nothing may be kept in a session between transactions."""
         return self.pooler == "transaction"
+
+    @property
+    def analyst_group(self) -> str:
+        """The group every SQL analyst role is a member of (migration 0015)."""
+        return analyst_group(self.app_role)
 
     @property
     def prepares(self) -> bool:

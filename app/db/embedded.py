@@ -77,6 +77,26 @@ class PostmasterStatus:
     state: str
 
 
+ACCESS_RULES_FILE = "elephant_hba.conf"
+INCLUDE_ACCESS_RULES = f"include_if_exists {ACCESS_RULES_FILE}"
+
+
+# Databases every cluster has that let PUBLIC connect, where an analyst could make
+# large objects out of migration 0018's reach (template0 takes no connections).
+CLUSTER_DATABASES = ("postgres", "template1")
+
+
+def access_rules(analyst_group: str) -> str:
+    """pg_hba lines that keep SQL analysts (members of ``analyst_group``, a validated
+    identifier) out of the cluster's own databases: they reach Elephant's only."""
+    databases = ",".join(CLUSTER_DATABASES)
+    return (
+        "# Elephant's rules (app/db/embedded.py), rewritten at every start\n"
+        f"local {databases} +{analyst_group} reject\n"
+        f"host {databases} +{analyst_group} all reject\n"
+    )
+
+
 class EmbeddedPostgres:
     """One PostgreSQL cluster under ``root`` (``<data_dir>/embedded``)."""
 
@@ -93,9 +113,11 @@ class EmbeddedPostgres:
         password: str | None = None,
         start_timeout_s: float = 60.0,
         memory: MemorySizes | None = None,
+        analyst_group: str | None = None,
     ) -> None:
         self.root = root.expanduser().resolve()
         self.memory = memory
+        self.analyst_group = analyst_group
         self.pgdata = self.root / "pgdata"
         self.log_file = self.root / "postgres.log"
         self.port = port
@@ -146,6 +168,7 @@ class EmbeddedPostgres:
             self._prepare_filesystem()
             self._ensure_initialised()
             self._write_settings()
+            self._write_access_rules()
             status = self.status()
             if status is not None:
                 self.adopted = True
@@ -300,6 +323,23 @@ class EmbeddedPostgres:
         body = "".join(f"{key} = {value}\n" for key, value in settings.items())
         target = self.pgdata / "elephant.conf"
         target.write_text(body)
+        if self._run_as is not None:
+            account = pwd.getpwnam(self._run_as)
+            os.chown(target, account.pw_uid, account.pw_gid)
+
+    def _write_access_rules(self) -> None:
+        """pg_hba rules of its own, rewritten at every start and read first (an include at
+        the top of pg_hba.conf): SQL analysts do not log in to the cluster's own databases
+        (``postgres``), which let PUBLIC connect and make large objects: migration 0018
+        takes that away in Elephant's databases only. A running server reads them at its
+        next start."""
+        hba = self.pgdata / "pg_hba.conf"
+        lines = hba.read_text().splitlines(keepends=True)
+        if INCLUDE_ACCESS_RULES not in (line.strip() for line in lines):
+            hba.write_text(f"{INCLUDE_ACCESS_RULES}\n" + "".join(lines))
+        target = self.pgdata / ACCESS_RULES_FILE
+        group = self.analyst_group
+        target.write_text(access_rules(group) if group is not None else "")
         if self._run_as is not None:
             account = pwd.getpwnam(self._run_as)
             os.chown(target, account.pw_uid, account.pw_gid)

@@ -135,6 +135,7 @@ class Database:
                 effective_cache_size_mb=options.effective_cache_size_mb,
                 maintenance_work_mem_mb=options.maintenance_work_mem_mb,
             ),
+            analyst_group=self.settings.database.analyst_group,
         )
         self.embedded.start()
         with psycopg.connect(self.embedded.conninfo(), autocommit=True) as conn:

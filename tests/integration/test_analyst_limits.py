@@ -484,16 +484,36 @@ def _as_0015_made_it(conn: psycopg.Connection[Any], role: str, group: str) -> No
     )
 
 
+def test_an_analyst_cannot_log_in_to_the_clusters_own_databases(seeded: Elephant) -> None:
+    """The cluster's own databases (`postgres`) let PUBLIC connect and make large
+    objects, out of migration 0018's reach: the embedded server's pg_hba rules
+    (app/db/embedded.py) keep analysts out of them."""
+    db = seeded.db
+    made = analysts.create(db, AnalystIn(name="lim_where", tenants=[TENANT]))
+    try:
+        login = analysts.login_conninfo(db, made.role)
+        with psycopg.connect(login) as conn:
+            assert conn.execute("SELECT current_user").fetchone() == (made.role,)
+        with pytest.raises(psycopg.OperationalError, match="pg_hba.conf rejects"):
+            psycopg.connect(make_conninfo(login, dbname="postgres"))
+    finally:
+        analysts.revoke(db, "lim_where")
+
+
 def test_revoke_drops_what_the_analyst_made_in_another_database(seeded: Elephant) -> None:
-    """An analyst may log in to any database that lets PUBLIC connect (the cluster's
-    `postgres`) and make a large object there, out of migration 0018's reach."""
+    """What a role owns in another database of the cluster (made before the embedded
+    server kept analysts out of them, or on a team's own server) is dropped too."""
     db = seeded.db
     made = analysts.create(db, AnalystIn(name="lim_elsewhere", tenants=[TENANT]))
-    elsewhere = make_conninfo(analysts.login_conninfo(db, made.role), dbname="postgres")
-    with psycopg.connect(elsewhere, autocommit=True) as conn:
-        conn.execute("SET default_transaction_read_only = off")
+    owner = make_conninfo(db.admin_conninfo(), dbname="postgres")
+    with psycopg.connect(owner, autocommit=True) as conn:
         row = conn.execute("SELECT lo_from_bytea(0, '\\x00'::bytea)").fetchone()
-    assert row is not None
+        assert row is not None
+        conn.execute(
+            sql.SQL("ALTER LARGE OBJECT {} OWNER TO {}").format(
+                sql.Literal(row[0]), sql.Identifier(made.role)
+            )
+        )
     analysts.revoke(db, "lim_elsewhere")
     with psycopg.connect(make_conninfo(db.admin_conninfo(), dbname="postgres")) as conn:
         left = conn.execute(

@@ -25,6 +25,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.config import validate_tenant_id
+from app.config.database import analyst_group
 from app.db.resources import load_sql
 from app.db.runtime import Connection, Database
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -42,11 +43,6 @@ IDLE_IN_TRANSACTION_SECONDS = 60
 WORK_MEM = "16MB"
 TEMP_FILE_LIMIT = "256MB"
 CONNECTION_LIMIT = 10
-
-
-def analyst_group(app_role: str) -> str:
-    """The group every analyst role is a member of (migration 0015)."""
-    return f"{app_role[:55]}_analyst"
 
 
 def role_name(app_role: str, name: str) -> str:
