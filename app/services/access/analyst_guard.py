@@ -114,6 +114,8 @@ def guard_pass(
     once per ``skipped`` set)."""
     skipped = set() if skipped is None else skipped
     report = GuardReport()
+    if not _any_analyst(conn):
+        return report  # one cheap query a second while nobody has analyst access
     parts: tuple[tuple[str, Callable[[], None]], ...] = (
         ("cancel", lambda: _cancel(conn, report)),
         ("idle", lambda: _end_idle(conn, report, idle_seconds)),
@@ -135,10 +137,18 @@ def guard_pass(
         except psycopg.errors.InsufficientPrivilege as exc:
             skipped.add(part)
             log.warning("analyst guard: skips %s checks: %s", part, exc.diag.message_primary)
-        except (psycopg.errors.UndefinedObject, psycopg.errors.LockNotAvailable) as exc:
-            # A role revoked meanwhile: the next pass no longer sees it.
+        except psycopg.DatabaseError as exc:
+            if conn.closed or conn.broken:
+                raise  # the connection is gone: the loop reconnects
+            # A role revoked meanwhile, a lock held, or the analyst's own ALTER ROLE racing
+            # ours ("tuple concurrently updated"): the next pass, a second later, sees anew.
             log.info("analyst guard: %s check: %s", part, exc.diag.message_primary)
     return report
+
+
+def _any_analyst(conn: Connection) -> bool:
+    row = conn.execute("SELECT EXISTS (SELECT 1 FROM analysts)").fetchone()
+    return row is not None and bool(row[0])
 
 
 def _sees_sessions(conn: Connection) -> bool:
