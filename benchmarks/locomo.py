@@ -21,6 +21,10 @@ Measured, for every question (categories 1 multi-hop, 2 temporal, 3 open-domain,
   evidence-bearing result inside that prefix.
 - all-evidence@k: every evidence turn of the question is covered by the first k
   results (the bar multi-hop questions really need).
+- evidence among the candidates at all: every question once more with the largest
+  result list (the fused statement's best 200, in score order): the share of evidence
+  turns some candidate covers, per half and category, also among the first 180 (what
+  the limit-60 search fetches). A turn no candidate holds no reordering can reach.
 - lane ablations, each a full pass over categories 1-4: fused (default lanes,
   expansion off, the product default), windows-dense only, facts-dense only,
   keyword only, fused with expansion, and fused without the graph lane. A
@@ -397,6 +401,78 @@ def budget_pass(elephant: Elephant, questions: Sequence[Question]) -> dict[str, 
             "all_evidence": rate([every for _, every in flags]),
         }
     return report
+
+
+# ---------------------------------------------------------------- candidates at all
+
+CANDIDATES = 200  # the most one search returns: the fused statement's best 200
+
+
+def candidate_hits(elephant: Elephant, question: Question) -> list[SearchHit]:
+    """The fused statement's best CANDIDATES results for the question, in score order (no
+    turn diversity): fewer than CANDIDATES means every candidate any lane brought."""
+    asked = SearchRequest(query=question.question, limit=CANDIDATES, diversify=False)
+    return search(elephant, question.tenant, asked, record_access=False).hits
+
+
+def candidate_pass(
+    elephant: Elephant, questions: Sequence[Question], tenants: Sequence[str], pool: int
+) -> dict[str, Any]:
+    """Can any ordering reach the evidence? Every question once more, with the largest
+    result list: per half and category, the share of evidence turns covered by some
+    candidate (a window, note or fact whose source turns hold it), among all of them and
+    among the first ``pool`` (what the fused pass's search fetches), the questions whose
+    every evidence turn is a candidate, and each question's missing turns."""
+    halves = split_halves(tenants)
+    rows: list[tuple[Question, int, frozenset[str], frozenset[str]]] = []
+    for number, question in enumerate(questions, start=1):
+        if not question.evidence:
+            continue
+        hits = candidate_hits(elephant, question)
+        found = set().union(*(turn_ids(hit.source_turn_ids) for hit in hits)) if hits else set()
+        first = (
+            set().union(*(turn_ids(hit.source_turn_ids) for hit in hits[:pool])) if hits else set()
+        )
+        rows.append((question, len(hits), frozenset(found), frozenset(first)))
+        if number % 500 == 0:
+            print(f"  candidates: {number}/{len(questions)}", flush=True)
+    report: dict[str, Any] = {"candidates": CANDIDATES, "first": pool, "halves": {}}
+    for half, members in halves.items():
+        part = [row for row in rows if row[0].tenant in members]
+        table = {
+            CATEGORIES[c]: reach_summary([r for r in part if r[0].category == c], pool)
+            for c in SCORED
+        }
+        table["overall"] = reach_summary(part, pool)
+        report["halves"][half] = table
+    report["missing"] = {
+        q.key: sorted(q.evidence - found) for q, _, found, _ in rows if q.evidence - found
+    }
+    return report
+
+
+def reach_summary(
+    rows: Sequence[tuple[Question, int, frozenset[str], frozenset[str]]], pool: int
+) -> dict[str, Any]:
+    """Evidence turns among the candidates (all, and the first ``pool``), questions with
+    all their evidence there, the candidates' count (p50) and how often it hit the cap."""
+    turns = sum(len(q.evidence) for q, _, _, _ in rows)
+    sizes = sorted(size for _, size, _, _ in rows)
+    return {
+        "questions": len(rows),
+        "evidence_turns": turns,
+        "turns_among_candidates": round(sum(len(q.evidence & f) for q, _, f, _ in rows) / turns, 4)
+        if turns
+        else None,
+        f"turns_among_first_{pool}": round(
+            sum(len(q.evidence & first) for q, _, _, first in rows) / turns, 4
+        )
+        if turns
+        else None,
+        "all_among_candidates": rate([q.evidence <= f for q, _, f, _ in rows]),
+        "candidates_p50": sizes[len(sizes) // 2] if sizes else None,
+        "capped": sum(1 for size in sizes if size >= CANDIDATES),
+    }
 
 
 # ---------------------------------------------------------------- summaries
@@ -950,6 +1026,9 @@ def main() -> None:
             }
 
         budgets = budget_pass(elephant, recall_questions) if "max_tokens" in chosen_extras else {}
+        # What the fused pass's search fetches (limit x search.diversity_pool), then all.
+        first = min(CANDIDATES, LIMIT * elephant.settings.search.diversity_pool)
+        reach = candidate_pass(elephant, recall_questions, tenants, first)
         llm_result: dict[str, Any] = {
             "requested": args.llm,
             "status": "skipped",
@@ -994,6 +1073,7 @@ def main() -> None:
         "ablations": passes,
         "split": split_report(outcomes, tenants),
         "max_tokens": budgets,
+        "candidates": reach,
         "llm": llm_result,
         # Rank of the first evidence-bearing result per question (null: not in the top 60).
         "first_rank_fused": {o.question.key: o.first_rank for o in outcomes["fused"]},
@@ -1079,6 +1159,30 @@ def report(result: dict[str, Any]) -> None:
                 [half, column, row["fused"], row["best_lane"], row["best_lane_value"], verdict]
             )
     print(markdown(["conversations", "measure", "fused", "best lane", "its value", ""], rows))
+
+    reach = result["candidates"]
+    print(
+        f"\n## Evidence among the candidates at all (the fused statement's best "
+        f"{reach['candidates']}; first {reach['first']}: what the fused pass fetches)\n"
+    )
+    rows = [
+        [
+            half,
+            category,
+            row["questions"],
+            row["evidence_turns"],
+            row["turns_among_candidates"],
+            row[f"turns_among_first_{reach['first']}"],
+            row["all_among_candidates"],
+            row["candidates_p50"],
+            row["capped"],
+        ]
+        for half, table in reach["halves"].items()
+        for category, row in table.items()
+    ]
+    headers = ["conversations", "category", "n", "evidence turns", "turns among candidates"]
+    headers += [f"among first {reach['first']}", "all of a question's", "candidates p50", "capped"]
+    print(markdown(headers, rows))
 
     if result["max_tokens"]:
         print(
