@@ -92,3 +92,24 @@ SELECT f.tenant_id, f.id, f.text, f.subject, f.fact_type, f.observation_kind, f.
    AND f.expired_at IS NULL
    AND (f.valid_from IS NULL OR f.valid_from <= now())
    AND (f.valid_to IS NULL OR f.valid_to > now());
+
+-- Per tenant and entity: how many memories (memory_entities, migration 0020) and facts
+-- (fact_entities) name it, and its most frequent type. An entity named by more rows than
+-- search.hub_mentions is a hub (entity expansion skips it). A condition on tenant_id and
+-- entity_key is pushed into both tables' (tenant_id, entity_key) indexes:
+--   SELECT entity_key, mentions FROM entity_mentions
+--    WHERE tenant_id = 't' AND entity_key = ANY ('{caroline,sweden}');
+CREATE OR REPLACE VIEW entity_mentions WITH (security_invoker = true) AS
+SELECT l.tenant_id, l.entity_key,
+       (sum(l.memories))::integer AS memories,
+       (sum(l.facts))::integer AS facts,
+       (sum(l.memories) + sum(l.facts))::integer AS mentions,
+       (SELECT mode() WITHIN GROUP (ORDER BY me.entity_type)
+          FROM memory_entities AS me
+         WHERE me.tenant_id = l.tenant_id AND me.entity_key = l.entity_key) AS entity_type
+  FROM (SELECT m.tenant_id, m.entity_key, count(*) AS memories, 0::bigint AS facts
+          FROM memory_entities AS m GROUP BY m.tenant_id, m.entity_key
+        UNION ALL
+        SELECT f.tenant_id, f.entity_key, 0::bigint, count(*)
+          FROM fact_entities AS f GROUP BY f.tenant_id, f.entity_key) AS l
+ GROUP BY l.tenant_id, l.entity_key;
