@@ -597,12 +597,12 @@ def params_for(
 
 @dataclass(frozen=True)
 class Lane:
-    """One lane as its own query: what it ranks (memory or fact), the parameter that
-    weights it in the fusion, the query (one variant: %(vector)s, %(text)s), the
+    """One lane as its own query: what it ranks (memory or fact), the lane (registry name)
+    whose weight it has in the fusion, the query (one variant: %(vector)s, %(text)s), the
     indexes its plan must use, and whether it runs for the first variant only."""
 
     item: str
-    weight: str
+    lane: str
     query: str
     indexes: tuple[str, ...]
     first_variant_only: bool = False
@@ -637,7 +637,7 @@ def statement_cte(name: str) -> str:
 SEPARATE_LANES: dict[str, Lane] = {
     "windows": Lane(
         "memory",
-        "windows_weight",
+        "windows",
         f"""
         {ONE_VARIANT_Q}
         {{window_lane}}
@@ -647,7 +647,7 @@ SEPARATE_LANES: dict[str, Lane] = {
     ),
     "facts": Lane(
         "fact",
-        "facts_weight",
+        "facts",
         """
         SELECT f.id FROM facts AS f
         WHERE f.embedding IS NOT NULL
@@ -658,7 +658,7 @@ SEPARATE_LANES: dict[str, Lane] = {
     ),
     "keyword_memories": Lane(
         "memory",
-        "keyword_weight",
+        "keyword",
         """
         SELECT m.id FROM memories AS m
         WHERE true
@@ -670,7 +670,7 @@ SEPARATE_LANES: dict[str, Lane] = {
     ),
     "keyword_facts": Lane(
         "fact",
-        "keyword_weight",
+        "keyword",
         """
         SELECT f.id FROM facts AS f
         WHERE true
@@ -682,7 +682,7 @@ SEPARATE_LANES: dict[str, Lane] = {
     ),
     "preferences": Lane(
         "fact",
-        "preference_weight",
+        "preferences",
         f"{ONE_VARIANT_Q}\n{statement_cte('preference_lane')}\n"
         "SELECT id FROM preference_lane ORDER BY rank",
         ("facts_preferences",),
@@ -697,7 +697,7 @@ def separate_lane_queries() -> dict[str, Lane]:
     return {
         name: Lane(
             lane.item,
-            lane.weight,
+            lane.lane,
             splice(lane.query, "retrieval"),
             lane.indexes,
             lane.first_variant_only,
@@ -747,6 +747,7 @@ def separate_lanes(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit],
     sent = 0
     scores: dict[Hit, float] = {}
     variants = zip(params["vectors"], params["texts"], params["variant_weights"], strict=True)
+    lane_weights = dict(zip(params["lane_names"], params["lane_weights"], strict=True))
     for variant, (vector, text, variant_weight) in enumerate(variants, start=1):
         lane_params = {**params, "vector": vector, "text": text}
         for lane in separate_lane_queries().values():
@@ -756,7 +757,7 @@ def separate_lanes(conn: Connection, params: dict[str, Any]) -> tuple[list[Hit],
             sent += 1
             for rank, (id_,) in enumerate(ids, start=1):
                 key = (lane.item, id_)
-                share = params[lane.weight] * variant_weight / (params["rrf_k"] + rank)
+                share = lane_weights[lane.lane] * variant_weight / (params["rrf_k"] + rank)
                 scores[key] = scores.get(key, 0.0) + share
     support = params.get("fact_support", 0.0)  # absent from statements without it
     found_facts = [id_ for item, id_ in scores if item == "fact"]

@@ -192,8 +192,14 @@ class SearchSettings(_Section):
         description="Preference lane size: the standing preferences and instructions "
         '("always ...", "I\'m vegetarian") nearest the question; 0: off.',
     )
-    preference_weight: float = Field(
+    preferences_weight: float = Field(
         1.0, ge=0, le=10, description="RRF weight of the preference lane."
+    )
+    expansion_seeds: int = Field(
+        10,
+        ge=1,
+        le=200,
+        description="First-stage hits (fused, best first) the expansion lanes start from.",
     )
     preference_min_similarity: float = Field(
         0.2,

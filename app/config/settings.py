@@ -10,6 +10,7 @@ which key from which source is wrong; :func:`redacted` hides the secrets.
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -37,6 +38,8 @@ from app.config.service import (
 )
 from app.errors import ConfigError
 from app.protocol import JSONObject
+
+log = logging.getLogger(__name__)
 
 CONFIG_ENV = "ELEPHANT_CONFIG"
 ENV_PREFIX = "ELEPHANT_"
@@ -118,14 +121,38 @@ REMOVED_KEYS = {
     "--tenant T --scopes read,write` and send it as 'Authorization: Bearer <key>'",
 }
 
+
+def _own_env_name(dotted: str) -> str:
+    return ENV_PREFIX + dotted.replace(".", "_").upper()
+
+
+# Keys renamed: the old name (TOML or environment) is still read, with a warning, and the
+# new name wins when both are set.
+RENAMED_KEYS = {"search.preference_weight": "search.preferences_weight"}
+
 # Conventional names read too; the ELEPHANT_ name wins when both are set.
-ENV_ALIASES = {"DATABASE_URL": "database.url", "ANTHROPIC_API_KEY": "llm.anthropic_api_key"}
+ENV_ALIASES = {
+    "DATABASE_URL": "database.url",
+    "ANTHROPIC_API_KEY": "llm.anthropic_api_key",
+    **{_own_env_name(old): new for old, new in RENAMED_KEYS.items()},
+}
 
 
 def _env_key_map() -> dict[str, str]:
     mapping = {env: key for key, env, *_ in iter_keys()}
     mapping.update(ENV_ALIASES)
     return mapping
+
+
+def _renamed(data: JSONObject) -> None:
+    """Move a TOML value under a renamed key to its new name (the new one wins)."""
+    for old, new in RENAMED_KEYS.items():
+        section, old_leaf = old.split(".")
+        table = data.get(section)
+        if isinstance(table, dict) and old_leaf in table:
+            value = table.pop(old_leaf)
+            table.setdefault(new.split(".")[1], value)
+            log.warning("setting %s is now %s: rename it", old, new)
 
 
 # ---------------------------------------------------------------- loading
@@ -143,6 +170,7 @@ def load_settings(
     path = config_path or (Path(config_file) if config_file else None)
     if path is not None:
         data = _read_toml(path)
+        _renamed(data)
         for key in _flatten(data):
             sources[key] = str(path)
 
@@ -158,6 +186,8 @@ def load_settings(
             continue
         if env_name in ENV_ALIASES and _own_env_name(dotted) in env:
             continue  # the explicit ELEPHANT_ name wins
+        if env_name in ENV_ALIASES and dotted in RENAMED_KEYS.values():
+            log.warning("environment variable %s is now %s", env_name, _own_env_name(dotted))
         _assign(data, dotted, raw)
         sources[dotted] = env_name
     if unknown:
@@ -167,10 +197,6 @@ def load_settings(
         return Settings.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_validation_message(exc, sources)) from None
-
-
-def _own_env_name(dotted: str) -> str:
-    return ENV_PREFIX + dotted.replace(".", "_").upper()
 
 
 def _read_toml(path: Path) -> JSONObject:

@@ -31,6 +31,10 @@
 --            names the tenant as a literal (app/db/tenant_indexes.py: the code
 --            writes it in for a tenant that has them), else over the shared graphs
 --            with pgvector's iterative scan.
+-- A new lane is one Lane entry in LANES (app/services/retrieval/lanes.py), one CTE (in a
+-- file of its own, spliced by a slot line) and one line of a union: `lanes` for a lane
+-- of the first stage, `all_lanes` for an expansion lane (it starts from `seeds`, the
+-- first stage's best hits). Weights and ranks travel as arrays in registry order.
 -- Fusion: score = sum over lanes and variants of
 --     lane_weight * variant_weight / (rrf_k + rank)
 -- (x assistant_fact_weight for a fact an assistant said), plus an optional recency
@@ -67,8 +71,9 @@
 --   graph_named, graph_neighbours text[]     entity keys (named, 1-hop neighbours)
 --   rrf_k int, result_limit int
 --   variant_weights float8[]                 one per variant (the question itself: 1)
---   windows_weight, facts_weight, keyword_weight, graph_weight,
---   preference_weight float8
+--   lane_names text[], lane_weights float8[] the lanes in registry order and their RRF
+--                                            weights (search.<lane>_weight)
+--   expansion_seeds int                      first-stage hits the expansion lanes start from
 --   the filters, NULL = off (documented in memory_filters.sql and fact_filters.sql):
 --     sources text[] | NULL                  only these sources
 --     memory_kinds text[] | NULL             window / note (facts: facts lane size 0)
@@ -212,33 +217,50 @@ preference_lane AS (
     LIMIT %(preferences)s
 ),
 lanes AS (
+    -- The first stage: one line per lane (item, id, variant, lane, rank), the lane named
+    -- as in the registry (app/services/retrieval/lanes.py LANES; a unit test ties them).
     SELECT 'memory'::text AS item, id, variant, 'windows'::text AS lane, rank FROM window_lane
-    UNION ALL
-    SELECT 'fact', id, variant, 'facts', rank FROM fact_lane
-    UNION ALL
-    SELECT item, id, variant, 'keyword', rank FROM keyword_lane
-    UNION ALL
-    SELECT 'fact', id, variant, 'graph', rank FROM graph_lane
-    UNION ALL
-    SELECT 'fact', id, variant, 'preferences', rank FROM preference_lane
+    UNION ALL SELECT 'fact', id, variant, 'facts', rank FROM fact_lane
+    UNION ALL SELECT item, id, variant, 'keyword', rank FROM keyword_lane
+    UNION ALL SELECT 'fact', id, variant, 'graph', rank FROM graph_lane
+    UNION ALL SELECT 'fact', id, variant, 'preferences', rank FROM preference_lane
+),
+seeds AS MATERIALIZED (
+    -- The first stage's best items (expansion_seeds of them), fused as below: where the
+    -- expansion lanes start. Not computed while no expansion lane reads it.
+    SELECT l.item, l.id,
+           sum(w.weight * (%(variant_weights)s::float8[])[l.variant] / (%(rrf_k)s + l.rank))
+               AS rrf
+    FROM lanes AS l
+    JOIN unnest(%(lane_names)s::text[], %(lane_weights)s::float8[]) AS w(lane, weight)
+      ON w.lane = l.lane
+    GROUP BY l.item, l.id
+    ORDER BY rrf DESC, l.item = 'fact', l.id
+    LIMIT %(expansion_seeds)s
+),
+all_lanes AS (
+    -- The first stage and the expansion lanes (which read seeds), one line each.
+    SELECT item, id, variant, lane, rank FROM lanes
+),
+lane_hits AS (
+    -- Each hit's share of the fusion: its lane's weight (lane_weights, in the order of
+    -- lane_names) x its variant's weight / (rrf_k + rank); best_rank: the hit's best rank
+    -- in that lane over the variants.
+    SELECT l.item, l.id, l.lane, l.variant,
+           min(l.rank) OVER (PARTITION BY l.item, l.id, l.lane) AS best_rank,
+           w.weight * (%(variant_weights)s::float8[])[l.variant]
+               / (%(rrf_k)s + l.rank)                          AS share
+    FROM all_lanes AS l
+    JOIN unnest(%(lane_names)s::text[], %(lane_weights)s::float8[]) AS w(lane, weight)
+      ON w.lane = l.lane
 ),
 lane_scores AS (
     SELECT item,
            id,
-           sum(CASE lane WHEN 'windows' THEN %(windows_weight)s::float8
-                         WHEN 'facts' THEN %(facts_weight)s::float8
-                         WHEN 'graph' THEN %(graph_weight)s::float8
-                         WHEN 'preferences' THEN %(preference_weight)s::float8
-                         ELSE %(keyword_weight)s::float8 END
-               * (%(variant_weights)s::float8[])[variant]
-               / (%(rrf_k)s + rank))                      AS rrf,
-           min(rank) FILTER (WHERE lane = 'windows')      AS windows_rank,
-           min(rank) FILTER (WHERE lane = 'facts')        AS facts_rank,
-           min(rank) FILTER (WHERE lane = 'keyword')      AS keyword_rank,
-           min(rank) FILTER (WHERE lane = 'graph')        AS graph_rank,
-           min(rank) FILTER (WHERE lane = 'preferences')  AS preferences_rank,
-           array_agg(DISTINCT variant)                    AS variants
-    FROM lanes
+           sum(share)                                 AS rrf,
+           jsonb_object_agg(lane, best_rank)          AS ranks,  -- {lane: best rank}
+           array_agg(DISTINCT variant)                AS variants
+    FROM lane_hits
     GROUP BY item, id
 ),
 fact_support AS (
@@ -261,7 +283,7 @@ fused AS MATERIALIZED (
     SELECT coalesce(s.item, support.item) AS item,
            coalesce(s.id, support.id) AS id,
            coalesce(s.rrf, 0) + %(fact_support)s::float8 * coalesce(support.support, 0) AS rrf,
-           s.windows_rank, s.facts_rank, s.keyword_rank, s.graph_rank, s.preferences_rank,
+           coalesce(s.ranks, '{}'::jsonb) AS ranks,
            coalesce(s.variants, ARRAY[1::bigint]) AS variants
     FROM lane_scores AS s
     FULL JOIN fact_support AS support ON support.item = s.item AND support.id = s.id
@@ -323,8 +345,7 @@ scored AS (
 top AS MATERIALIZED (
     SELECT item, id, rrf * trust + prior + date_prior + activation_prior AS score,
            rrf * trust AS rrf, prior + date_prior + activation_prior AS prior,
-           windows_rank, facts_rank, keyword_rank, graph_rank, preferences_rank, variants,
-           activation
+           ranks, variants, activation
     FROM scored
     ORDER BY score DESC, item = 'fact', id
     LIMIT %(result_limit)s
@@ -342,8 +363,11 @@ SELECT coalesce(m.kind, 'fact')                       AS kind,
        coalesce(m.source_turn_ids, f.source_turn_ids) AS source_turn_ids,
        coalesce(m.importance, f.importance)           AS importance,
        top.score, top.rrf, top.prior,
-       top.windows_rank, top.facts_rank, top.keyword_rank, top.graph_rank,
-       top.preferences_rank, top.variants, top.activation
+       -- each lane's best rank, in the order of lane_names (NULL: not found there)
+       ARRAY(SELECT (top.ranks ->> n.lane)::bigint
+             FROM unnest(%(lane_names)s::text[]) WITH ORDINALITY AS n(lane, place)
+             ORDER BY n.place)                        AS ranks,
+       top.variants, top.activation
 FROM top
 LEFT JOIN memories AS m ON top.item = 'memory' AND m.id = top.id AND m.tenant_id = %(tenant)s
 LEFT JOIN facts AS f ON top.item = 'fact' AND f.id = top.id AND f.tenant_id = %(tenant)s

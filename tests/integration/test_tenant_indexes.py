@@ -38,6 +38,7 @@ from app.db.tenant_indexes import (
 from app.errors import DatabaseUnavailable
 from app.services.memory.commit import _nearest
 from app.services.ops.doctor import diagnose
+from app.services.retrieval.lanes import LANE_NAMES
 from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import (
     prepare,
@@ -190,10 +191,18 @@ def test_the_exact_way_returns_exactly_the_nearest_rows(seeded: Elephant) -> Non
             "ORDER BY (embedding <=> %s) + 0, id LIMIT 10",
             (SMALL, vector),
         ).fetchall()
-    windows = sorted((row for row in rows if row[15] is not None), key=lambda row: row[15])
-    facts = sorted((row for row in rows if row[16] is not None), key=lambda row: row[16])
-    assert [row[1] for row in windows] == [row[0] for row in truth_memories]
-    assert [row[1] for row in facts] == [row[0] for row in truth_facts]
+    windows = sorted(
+        (row for row in rows if rank(row, "windows")), key=lambda r: rank(r, "windows")
+    )
+    facts = sorted((row for row in rows if rank(row, "facts")), key=lambda r: rank(r, "facts"))
+    assert [row.id for row in windows] == [row[0] for row in truth_memories]
+    assert [row.id for row in facts] == [row[0] for row in truth_facts]
+
+
+def rank(row: Any, lane: str) -> int:
+    """The row's rank in ``lane`` (0: not found there): the statement's ranks array is in
+    registry order."""
+    return int(row.ranks[LANE_NAMES.index(lane)] or 0)
 
 
 @pytest.mark.parametrize("tenant", [SMALL, BIG])

@@ -133,3 +133,17 @@ def test_the_configuration_page_documents_every_key() -> None:
     assert reference_markdown() in page, "docs/configuration.md's table is stale: paste " + (
         "`elephant config reference`"
     )
+
+
+def test_a_renamed_key_is_still_read_and_the_new_name_wins(tmp_path: Path) -> None:
+    """search.preference_weight became search.preferences_weight (settings follow lane
+    names): a config written for the old name keeps its meaning."""
+    path = tmp_path / "elephant.toml"
+    path.write_text("[search]\npreference_weight = 2.5\n")
+    assert load_settings({}, path).search.preferences_weight == 2.5
+    old_env = {"ELEPHANT_SEARCH_PREFERENCE_WEIGHT": "3"}
+    assert load_settings(old_env).search.preferences_weight == 3.0
+    both = {**old_env, "ELEPHANT_SEARCH_PREFERENCES_WEIGHT": "4"}
+    assert load_settings(both).search.preferences_weight == 4.0
+    path.write_text("[search]\npreference_weight = 2.5\npreferences_weight = 1.5\n")
+    assert load_settings({}, path).search.preferences_weight == 1.5

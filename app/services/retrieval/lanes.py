@@ -1,19 +1,22 @@
 """The lanes of the search statement, declared once.
 
-sql/retrieval/hybrid_search.sql fuses five lanes by RRF. Each lane has a size (how many
+sql/retrieval/hybrid_search.sql fuses its lanes by RRF. Each lane has a size (how many
 candidates per query variant; the request may override the ``search.<name>`` setting),
-an RRF weight (the ``search.<weight>`` setting), the kinds of result it can find (a lane
-that finds none of the kinds asked for is off), the statement parameters its size sets
-(the keyword lane runs once over memories and once over facts), a rank column in the
-statement's output, and a label on the console. The request model (``LaneSizes``), a
-hit's ranks (``LaneRanks``), the statement parameters, the explain block and the
-console's lane chart are all derived from ``LANES``: a new lane is one entry here, one
-CTE in the statement, and its two settings.
+an RRF weight (the ``search.<name>_weight`` setting), the kinds of result it can find (a
+lane that finds none of the kinds asked for is off), the statement parameters its size
+sets (the keyword lane runs once over memories and once over facts), and a label on the
+console. The statement takes the lanes' names and weights as two arrays in this order
+and returns each hit's ranks as one array in this order. The request model
+(``LaneSizes``), a hit's ranks (``LaneRanks``), the statement parameters, the explain
+block and the console's lane chart are all derived from ``LANES``: a new lane is one
+entry here, one CTE in the statement and one line of its union (CONTRIBUTING.md,
+"Where things go"), and its two settings; tests/unit/test_lane_registry.py checks that
+the statement's lanes are these.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,21 +32,20 @@ FACT_KINDS = frozenset({"fact"})
 @dataclass(frozen=True, slots=True)
 class Lane:
     """One lane. ``sizes``: each statement parameter the lane's size sets, with the kinds
-    that parameter's part of the lane searches; ``weight``: the SearchSettings field of its
-    RRF weight (its size is the field named like the lane); ``max_size``: the most a
-    request may ask for."""
+    that parameter's part of the lane searches; ``max_size``: the most a request may ask
+    for. Its settings are named after it: ``search.<name>`` (size) and
+    ``search.<name>_weight``."""
 
     name: str
     label: str
     sizes: tuple[tuple[str, frozenset[str]], ...]
-    weight: str
     max_size: int = 1000
 
     def default_size(self, settings: SearchSettings) -> int:
         return int(getattr(settings, self.name))
 
     def rrf_weight(self, settings: SearchSettings) -> float:
-        return float(getattr(settings, self.weight))
+        return float(getattr(settings, f"{self.name}_weight"))
 
     def parameters(self, size: int, kinds: frozenset[str]) -> dict[str, int]:
         """The statement parameters of this lane: its size where the kinds asked for meet
@@ -53,16 +55,11 @@ class Lane:
 
 # In the order of the statement's rank columns and of the console's chart.
 LANES: tuple[Lane, ...] = (
-    Lane("windows", "Windows", (("windows", MEMORY_KINDS),), "windows_weight"),
-    Lane("facts", "Facts", (("facts", FACT_KINDS),), "facts_weight"),
-    Lane(
-        "keyword",
-        "Keyword",
-        (("keyword_memories", MEMORY_KINDS), ("keyword_facts", FACT_KINDS)),
-        "keyword_weight",
-    ),
-    Lane("graph", "Graph", (("graph", FACT_KINDS),), "graph_weight"),
-    Lane("preferences", "Preferences", (("preferences", FACT_KINDS),), "preference_weight", 100),
+    Lane("windows", "Windows", (("windows", MEMORY_KINDS),)),
+    Lane("facts", "Facts", (("facts", FACT_KINDS),)),
+    Lane("keyword", "Keyword", (("keyword_memories", MEMORY_KINDS), ("keyword_facts", FACT_KINDS))),
+    Lane("graph", "Graph", (("graph", FACT_KINDS),)),
+    Lane("preferences", "Preferences", (("preferences", FACT_KINDS),), max_size=100),
 )
 LANE_NAMES: tuple[str, ...] = tuple(lane.name for lane in LANES)
 # Every size parameter of the statement, as explain reports them.
@@ -108,8 +105,8 @@ def requested_sizes(settings: SearchSettings, asked: BaseModel, kinds: set[str])
     return sizes
 
 
-def ranks_of(values: tuple[Any, ...]) -> msgspec.Struct:
-    """A hit's LaneRanks from its rank columns, in LANES order."""
+def ranks_of(values: Sequence[int | None]) -> msgspec.Struct:
+    """A hit's LaneRanks from the statement's ranks array, in LANES order."""
     return _LaneRanks(**dict(zip(LANE_NAMES, values, strict=True)))
 
 
@@ -123,9 +120,12 @@ def weights(settings: SearchSettings) -> dict[str, float]:
     return {lane.name: lane.rrf_weight(settings) for lane in LANES}
 
 
-def weight_parameters(settings: SearchSettings) -> dict[str, float]:
-    """The statement's weight parameters, named like their settings."""
-    return {lane.weight: lane.rrf_weight(settings) for lane in LANES}
+def weight_parameters(settings: SearchSettings) -> dict[str, Any]:
+    """The statement's lane parameters: the lanes' names and RRF weights, in LANES order."""
+    return {
+        "lane_names": list(LANE_NAMES),
+        "lane_weights": [lane.rrf_weight(settings) for lane in LANES],
+    }
 
 
 def pools(sizes: Mapping[str, int], kind: str) -> dict[str, int]:

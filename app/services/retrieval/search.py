@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any, Literal
 
 import msgspec
+from psycopg.rows import namedtuple_row
 
 from app.config import SearchSettings
 from app.db.replicas import Consistency, ReplicaUnavailable
@@ -43,7 +44,6 @@ from app.services.retrieval.diversity import (
 )
 from app.services.retrieval.expansion import expand, keyword_text
 from app.services.retrieval.lanes import (
-    LANES,
     STATEMENT_SIZES,
     rank_in,
     ranks_of,
@@ -352,6 +352,7 @@ def statement_params(
         "rrf_k": settings.rrf_k,
         "variant_weights": [1.0] + [settings.variant_weight] * (len(variants) - 1),
         **weight_parameters(settings),
+        "expansion_seeds": settings.expansion_seeds,
         "passage_share": settings.passage_share,
         # at most the lane's size: a windows lane of size 0 stays off
         "passage_candidates": min(settings.passage_candidates, lanes["windows"]),
@@ -420,55 +421,37 @@ def prepare(conn: Connection, elephant: Elephant, largest_lane: int, way: Way = 
     )
 
 
-def run_statement(conn: Connection, engine: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+def run_statement(conn: Connection, engine: str, params: dict[str, Any]) -> list[Any]:
     """The search statement as a server-side prepared statement (psycopg keeps one per
-    connection and statement text), so prepare()'s plan mode applies to it."""
+    connection and statement text), so prepare()'s plan mode applies to it. Rows are
+    named tuples: read by column name (kind and id come first)."""
     own = params["tenant"] if params.get("way") == "own" else None
     text = statement(engine, own, params.get("keyword_statistics", "tenant"))
-    return conn.execute(text, params, prepare=True).fetchall()
+    with conn.cursor(row_factory=namedtuple_row) as cursor:
+        return cursor.execute(text, params, prepare=True).fetchall()
 
 
-_RANKS = slice(15, 15 + len(LANES))  # the statement's rank columns, one per lane, in order
-
-
-def _hit(row: tuple[Any, ...]) -> SearchHit:
-    (
-        kind,
-        id_,
-        text,
-        source,
-        created_at,
-        event_at,
-        valid_to,
-        subject,
-        status,
-        memory_id,
-        source_turn_ids,
-        importance,
-        score,
-        rrf,
-        prior,
-    ) = row[: _RANKS.start]
-    variants, activation = row[_RANKS.stop :]
+def _hit(row: Any) -> SearchHit:
+    """A SearchHit from one row of the statement (a named tuple)."""
     return SearchHit(
-        id=str(id_),
-        kind=kind,
-        text=text,
-        source=source,
-        score=float(score),
-        created_at=created_at,
-        event_at=event_at,
-        valid_to=valid_to,
-        subject=subject,
-        status=status,
-        memory_id=str(memory_id) if memory_id else None,
-        source_turn_ids=list(source_turn_ids or []),
-        importance=float(importance),
-        ranks=ranks_of(row[_RANKS]),
-        rrf=float(rrf),
-        prior=float(prior),
-        variants=sorted(int(v) for v in variants),
-        activation=float(activation),
+        id=str(row.id),
+        kind=row.kind,
+        text=row.text,
+        source=row.source,
+        score=float(row.score),
+        created_at=row.created_at,
+        event_at=row.event_at,
+        valid_to=row.valid_to,
+        subject=row.subject,
+        status=row.fact_status,
+        memory_id=str(row.memory_id) if row.memory_id else None,
+        source_turn_ids=list(row.source_turn_ids or []),
+        importance=float(row.importance),
+        ranks=ranks_of(row.ranks),
+        rrf=float(row.rrf),
+        prior=float(row.prior),
+        variants=sorted(int(v) for v in row.variants),
+        activation=float(row.activation),
     )
 
 
