@@ -133,12 +133,19 @@ class HitFields(msgspec.Struct, frozen=True, kw_only=True):
     source_turn_ids: list[str]
     importance: float
     ranks: LaneRanks
+    # a memory whose facts were all superseded: the memories that superseded them
+    superseded_by: list[str] | UnsetType = UNSET
+    # results with the same text folded into this place (a fact made from this memory)
+    also: list[str] | UnsetType = UNSET
 
 
 class SearchHitView(HitFields, frozen=True, kw_only=True):
-    """One hit as the API returns it. ``rrf``, ``prior``, ``activation`` and ``variants``
-    only with explain; ``rerank_score`` with explain, or whenever the reranker scored it."""
+    """One hit as the API returns it. ``score`` is the ranking score, the one the list is
+    sorted by (app/services/retrieval/ordering.py). ``fused_score`` (the statement's: its
+    ``rrf`` and ``prior``), ``activation`` and ``variants`` only with explain;
+    ``rerank_score`` with explain, or whenever the reranker scored it."""
 
+    fused_score: float | UnsetType = UNSET
     rrf: float | UnsetType = UNSET
     prior: float | UnsetType = UNSET
     activation: float | UnsetType = UNSET
@@ -161,6 +168,7 @@ class SearchHit(HitFields, frozen=True, kw_only=True):
         if explain:
             return msgspec.structs.replace(
                 shown,
+                fused_score=round(self.rrf + self.prior, 6),
                 rrf=round(self.rrf, 6),
                 prior=round(self.prior, 6),
                 activation=round(self.activation, 6),
