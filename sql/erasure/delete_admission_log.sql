@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 5 of 12: the gate's decisions about
+-- Erasure (app/services/access/erasure/rows.py), step 5 of 13: the gate's decisions about
 -- what goes. A decision on a memory that goes, on a window of a conversation that goes,
 -- on the same content (its hash), of the source that goes; and, for a subject, one whose
 -- preview, rejected text, reason or scorer note names them. The scorer note is

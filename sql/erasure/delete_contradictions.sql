@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 1 of 12: contradictions between
+-- Erasure (app/services/access/erasure/rows.py), step 1 of 13: contradictions between
 -- facts that go (either side), and, for a subject, those whose reason names them.
 -- Deleted first: they reference the facts.
 -- Parameters: tenant; facts (uuid[]) the facts that go; p the subject's names as a

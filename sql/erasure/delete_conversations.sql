@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 12 of 12: the conversations that
+-- Erasure (app/services/access/erasure/rows.py), step 13 of 13: the conversations that
 -- go (asked for, of the source, or left without turns by a subject erasure), last: every
 -- other row references them.
 -- Parameters: tenant; convs (uuid[]).

@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 3 of 12: the links between facts
+-- Erasure (app/services/access/erasure/rows.py), step 3 of 13: the links between facts
 -- and graph entities, of the facts that go and of the subject's vertices that go.
 -- Parameters: tenant; facts (uuid[]) the facts that go; keys (text[]) the entity keys of
 -- the vertices that go.

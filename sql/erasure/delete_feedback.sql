@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 2 of 12: feedback on the facts and
+-- Erasure (app/services/access/erasure/rows.py), step 2 of 13: feedback on the facts and
 -- memories that go (it references them).
 -- Parameters: tenant; facts, memories (uuid[]) the rows that go.
 DELETE FROM feedback

@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 10 of 12: session handoffs of a
+-- Erasure (app/services/access/erasure/rows.py), step 11 of 13: session handoffs of a
 -- conversation that goes, and, for a subject, those whose project, summary, generator
 -- note (the part after "fallback: ", which may quote the text) or any string of their
 -- decisions, open questions, next steps or metadata names them.

@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 9 of 12: queued and finished jobs
+-- Erasure (app/services/access/erasure/rows.py), step 10 of 13: queued and finished jobs
 -- about what goes. A job whose payload holds the id of a fact, memory or conversation
 -- that goes; an extraction job over a range of turns holding one that goes, when the job
 -- is done or failed or no turn of its range is left; and, for a subject, a job whose

@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 7 of 12: the memories that go
+-- Erasure (app/services/access/erasure/rows.py), step 8 of 13: the memories that go
 -- (windows holding a turn that goes, notes naming the subject, those of a conversation
 -- or source that goes, or asked for by id).
 -- Parameters: tenant; memories (uuid[]).

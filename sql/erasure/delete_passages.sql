@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 6 of 12: the passages (searchable
+-- Erasure (app/services/access/erasure/rows.py), step 6 of 13: the passages (searchable
 -- parts of long turns and notes) of the turns and memories that go.
 -- Parameters: tenant; turns (bigint[]); memories (uuid[]).
 DELETE FROM passages

@@ -1,4 +1,4 @@
--- Erasure (app/services/access/erasure/rows.py), step 8 of 12: the turns that go (naming
+-- Erasure (app/services/access/erasure/rows.py), step 9 of 13: the turns that go (naming
 -- the subject, or of a conversation that goes), once their windows and passages are gone.
 -- Parameters: tenant; turns (bigint[]).
 DELETE FROM turns

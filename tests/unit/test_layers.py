@@ -210,7 +210,7 @@ FEATURE_IMPORTS: dict[str, frozenset[str]] = {
     "facts": frozenset({"access", "common", "graph", "jobs", "memory", "ops", "runtime"}),
     "gate": frozenset({"common", "facts", "memory", "ops", "runtime"}),
     "graph": frozenset({"common", "facts", "jobs", "ops", "runtime"}),
-    "jobs": frozenset({"common", "facts", "lifecycle", "ops", "runtime"}),
+    "jobs": frozenset({"common", "facts", "graph", "lifecycle", "ops", "runtime"}),
     "lifecycle": frozenset({"access", "jobs", "memory", "ops", "runtime"}),
     "memory": frozenset(
         {"access", "common", "facts", "gate", "jobs", "ops", "retrieval", "runtime"}

@@ -174,7 +174,7 @@ def test_third_person_statements_keep_their_subject_or_name_the_speaker() -> Non
     assert [f.fact_type for f in facts] == ["world", "world"]
     assert [(e.name, e.type) for e in facts[0].entities] == [
         ("Ann", "person"),
-        ("Alice", "thing"),
+        ("Alice", "person"),
         ("Paris", "place"),
         ("Airbus", "organization"),
     ]

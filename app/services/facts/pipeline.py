@@ -33,7 +33,7 @@ from app.services.facts.model import Assistants, ExtractedFact, TurnInput
 from app.services.facts.offline.extract import extract_offline
 from app.services.facts.offline.rewrite import ASSISTANT_CONFIDENCE
 from app.services.facts.standing import standing_facts
-from app.services.graph import linking
+from app.services.graph import linking, mentions
 from app.services.jobs import queue, sources
 from app.services.jobs.queue import Job
 from app.services.ops import metrics
@@ -55,6 +55,8 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
         for fact in _extract(elephant, conn, job.tenant_id, source.turns, source.anchor)
     ]
     if not facts:
+        _check_source(elephant, conn, job, source)
+        mentions.link_memories(conn, job.tenant_id, source.linked)
         return 0
     with metrics.embedding("document", len(facts)):
         vectors = elephant.embedder.embed_documents([fact.text for fact in facts])
@@ -101,6 +103,7 @@ def run_extraction(elephant: Elephant, conn: Connection, job: Job) -> int:
             cursor.nextset()
     contradictions.check(elephant, conn, job.tenant_id, stored)
     linking.link_facts(elephant, conn, job.tenant_id, new_facts)
+    mentions.link_memories(conn, job.tenant_id, source.linked)
     return len(stored)
 
 
@@ -228,6 +231,13 @@ class _Source:
     conversation_id: str | None
     name: str  # the memory's source
     span: tuple[tuple[int, str], ...] = ()  # a conversation's (seq, text), as read
+    windows: tuple[str, ...] = ()  # every window overlapping a conversation's span
+
+    @property
+    def linked(self) -> list[str]:
+        """The memories whose entity links this job (re)writes: the note, or every window
+        holding a turn of the span."""
+        return sorted(set(self.memory_for.values()) | set(self.windows))
 
     @property
     def memory_ids(self) -> list[str]:
@@ -307,5 +317,12 @@ def _conversation_source(conn: Connection, tenant: str, payload: JSONObject) -> 
     anchor = datetime.fromisoformat(anchor_text) if anchor_text else None
     span_read = tuple((int(row[0]), str(row[2])) for row in rows)
     return _Source(
-        turns, anchor, memory_for, caller_id, conversation_id, str(conversation[0]), span_read
+        turns,
+        anchor,
+        memory_for,
+        caller_id,
+        conversation_id,
+        str(conversation[0]),
+        span_read,
+        tuple(str(w[0]) for w in windows),
     )

@@ -24,6 +24,7 @@ from app.db.runtime import Connection
 from app.errors import ElephantError
 from app.providers.llm import LLMError
 from app.services.facts.pipeline import run_extraction
+from app.services.graph import mentions
 from app.services.jobs import queue
 from app.services.jobs.sources import SourceGone
 from app.services.lifecycle import backfill, maintenance
@@ -56,6 +57,7 @@ def backfill_embeddings(elephant: Elephant, conn: Connection, job: queue.Job) ->
 HANDLERS: dict[str, Handler] = {
     "extract_facts": run_extraction,
     "embed_memories": backfill_embeddings,
+    "link_entities": mentions.backfill,  # memories stored before migration 0020
     **maintenance.HANDLERS,  # maintain_decay, maintain_dedup, ... (app/services/lifecycle)
 }
 

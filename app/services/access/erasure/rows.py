@@ -36,7 +36,7 @@ from app.services.runtime import Elephant
 # (children before the rows they reference): sql/erasure/delete_<table>.sql.
 TABLES = (
     "contradictions", "feedback", "fact_entities", "facts", "admission_log", "passages",
-    "memories", "turns", "jobs", "handoffs", "llm_usage", "conversations",
+    "memory_entities", "memories", "turns", "jobs", "handoffs", "llm_usage", "conversations",
 )  # fmt: skip
 
 

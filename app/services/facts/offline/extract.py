@@ -12,6 +12,7 @@ from datetime import datetime
 
 from app.config import DEFAULT_ASSISTANT_SPEAKERS
 from app.services.facts.model import Assistants, ExtractedFact, TurnInput
+from app.services.facts.offline.entities import capitalised_evidence
 from app.services.facts.offline.lexicon import content_words
 from app.services.facts.offline.markdown import text_segments
 from app.services.facts.offline.pronouns import Person
@@ -121,6 +122,7 @@ def extract_offline(
     people = frozenset(
         name.lower() for t in turns for name in (t.speaker, t.author) if name and name.strip()
     )
+    evidence = capitalised_evidence(turn.text for turn in turns)
     facts: list[ExtractedFact] = []
     index_of: dict[str, int] = {}
     for turn, other in zip(turns, _addressees(turns), strict=True):
@@ -135,6 +137,7 @@ def extract_offline(
             turn_id=turn.turn_id,
             note=not turn.speaker,
             assistant=assistant,
+            evidence=evidence,
         )
         found: list[ExtractedFact] = []
         for segment in text_segments(turn.text):

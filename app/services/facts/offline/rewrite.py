@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 from app.services.facts.model import EntityRef, ExtractedFact, FactType
 from app.services.facts.offline import sentences
 from app.services.facts.offline.dating import rewrite_dates
+from app.services.facts.offline.entities import recognise
 from app.services.facts.offline.grammar import dangling, finite_verb
 from app.services.facts.offline.lexicon import DIGIT_RE, SPACE_RE, content_words
-from app.services.facts.offline.names import entity_type, find_names, leading_name
+from app.services.facts.offline.names import find_names, leading_name
 from app.services.facts.offline.pronouns import Person, implicit_subject, resolve_pronouns
 
 MAX_FACT_CHARS = 300
@@ -64,6 +65,8 @@ class Context:
     turn_id: str | None
     note: bool = False  # a note: nothing in it is reported speech or said to anyone
     assistant: bool = False  # an assistant's turn: only concrete statements, lower trust
+    # words the conversation capitalises mid-sentence (entities.capitalised_evidence)
+    evidence: frozenset[str] = frozenset()
 
 
 def _as_utc(value: datetime | None) -> datetime | None:
@@ -184,8 +187,8 @@ _QUOTED_RE = re.compile(r'"([^"]{2,80})"|(?<!\w)\'([A-Z][^\']{1,80})\'(?!\w)')
 
 
 def _entities(text: str, ctx: Context, speaker: Person | None) -> list[EntityRef]:
-    """The speaker (if the fact involves them), then every name in text, typed by the
-    words just before it."""
+    """The speaker (if the fact involves them), quoted titles, then every entity the
+    recogniser finds in text (offline/entities.py), typed."""
     entities: list[EntityRef] = []
     seen: set[str] = set()
     if speaker is not None:
@@ -193,13 +196,13 @@ def _entities(text: str, ctx: Context, speaker: Person | None) -> list[EntityRef
         seen.add(speaker.name.lower())
     for m in _QUOTED_RE.finditer(text):
         title = (m[1] or m[2]).strip(" ,.!?")
-        if title and title.lower() not in seen:
+        if title and title.lower() not in seen and len(title) <= 200:
             seen.add(title.lower())
-            entities.append(EntityRef(name=title, type="thing"))
+            entities.append(EntityRef(name=title, type="work"))
     unquoted = _QUOTED_RE.sub(lambda m: " " * len(m[0]), text)
-    for offset, found in find_names(unquoted, ctx.people):
-        if found.lower() in seen or len(found) > 200:
-            continue
-        seen.add(found.lower())
-        entities.append(EntityRef(name=found, type=entity_type(text, offset, found, ctx.people)))
+    for mention in recognise(unquoted, ctx.people, evidence=ctx.evidence):
+        if mention.type == "date" or mention.name.lower() in seen or len(mention.name) > 200:
+            continue  # a fact's date is its valid_from, no vertex of the graph
+        seen.add(mention.name.lower())
+        entities.append(EntityRef(name=mention.name, type=mention.type))
     return entities
