@@ -201,6 +201,39 @@ class SearchSettings(_Section):
         le=200,
         description="First-stage hits (fused, best first) the expansion lanes start from.",
     )
+    entity_expansion: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="Entity expansion lane size (memories, and as many facts): what names an "
+        "entity the first hits name, hubs skipped, nearest the question first; 0: off.",
+    )
+    entity_expansion_weight: float = Field(
+        1.0, ge=0, le=10, description="RRF weight of the entity expansion lane."
+    )
+    entity_expansion_per_entity: int = Field(
+        10,
+        ge=1,
+        le=1000,
+        description="Most rows of each kind one entity brings into the entity expansion lane.",
+    )
+    entity_match: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="Entity match lane size (memories, and as many facts): what is linked to "
+        "an entity the question names, hubs skipped, nearest the question first; 0: off.",
+    )
+    entity_match_weight: float = Field(
+        1.0, ge=0, le=10, description="RRF weight of the entity match lane."
+    )
+    hub_mentions: int = Field(
+        50,
+        ge=0,
+        le=1_000_000,
+        description="An entity more memories and facts name than this is a hub (a chat's "
+        "speakers): the entity lanes do not follow it.",
+    )
     preference_min_similarity: float = Field(
         0.2,
         ge=-1,

@@ -74,6 +74,10 @@
 --   lane_names text[], lane_weights float8[] the lanes in registry order and their RRF
 --                                            weights (search.<lane>_weight)
 --   expansion_seeds int                      first-stage hits the expansion lanes start from
+--   entity_expansion_memories, entity_expansion_facts, entity_expansion_per_entity int,
+--   entity_match_memories, entity_match_facts int, entity_match_keys text[],
+--   hub_mentions int                         the entity lanes (entity_expansion_lane.sql,
+--                                            entity_match_lane.sql)
 --   the filters, NULL = off (documented in memory_filters.sql and fact_filters.sql):
 --     sources text[] | NULL                  only these sources
 --     memory_kinds text[] | NULL             window / note (facts: facts lane size 0)
@@ -216,6 +220,8 @@ preference_lane AS (
     ORDER BY near.distance, near.id
     LIMIT %(preferences)s
 ),
+{entity_match_lane}
+,  -- entity_match_lane.sql ends without a comma
 lanes AS (
     -- The first stage: one line per lane (item, id, variant, lane, rank), the lane named
     -- as in the registry (app/services/retrieval/lanes.py LANES; a unit test ties them).
@@ -224,6 +230,7 @@ lanes AS (
     UNION ALL SELECT item, id, variant, 'keyword', rank FROM keyword_lane
     UNION ALL SELECT 'fact', id, variant, 'graph', rank FROM graph_lane
     UNION ALL SELECT 'fact', id, variant, 'preferences', rank FROM preference_lane
+    UNION ALL SELECT item, id, variant, 'entity_match', rank FROM entity_match_lane
 ),
 seeds AS MATERIALIZED (
     -- The first stage's best items (expansion_seeds of them), fused as below: where the
@@ -238,9 +245,12 @@ seeds AS MATERIALIZED (
     ORDER BY rrf DESC, l.item = 'fact', l.id
     LIMIT %(expansion_seeds)s
 ),
+{entity_expansion_lane}
+,  -- entity_expansion_lane.sql ends without a comma
 all_lanes AS (
     -- The first stage and the expansion lanes (which read seeds), one line each.
     SELECT item, id, variant, lane, rank FROM lanes
+    UNION ALL SELECT item, id, variant, 'entity_expansion', rank FROM entity_expansion_lane
 ),
 lane_hits AS (
     -- Each hit's share of the fusion: its lane's weight (lane_weights, in the order of

@@ -41,7 +41,13 @@ def test_every_lane_has_its_two_settings_named_after_it() -> None:
 def test_every_size_parameter_is_read_by_the_statement() -> None:
     text = load_sql("retrieval/hybrid_search.sql")
     spliced = text + "".join(
-        load_sql(f"retrieval/{name}.sql") for name in ("window_lane", "keyword_bm25_tenant")
+        load_sql(f"retrieval/{name}.sql")
+        for name in (
+            "window_lane",
+            "keyword_bm25_tenant",
+            "entity_expansion_lane",
+            "entity_match_lane",
+        )
     )
     for lane in LANES:
         for param, _kinds in lane.sizes:

@@ -60,6 +60,16 @@ LANES: tuple[Lane, ...] = (
     Lane("keyword", "Keyword", (("keyword_memories", MEMORY_KINDS), ("keyword_facts", FACT_KINDS))),
     Lane("graph", "Graph", (("graph", FACT_KINDS),)),
     Lane("preferences", "Preferences", (("preferences", FACT_KINDS),), max_size=100),
+    Lane(
+        "entity_expansion",
+        "Entity expansion",
+        (("entity_expansion_memories", MEMORY_KINDS), ("entity_expansion_facts", FACT_KINDS)),
+    ),
+    Lane(
+        "entity_match",
+        "Entity match",
+        (("entity_match_memories", MEMORY_KINDS), ("entity_match_facts", FACT_KINDS)),
+    ),
 )
 LANE_NAMES: tuple[str, ...] = tuple(lane.name for lane in LANES)
 # Every size parameter of the statement, as explain reports them.

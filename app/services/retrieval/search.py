@@ -42,6 +42,7 @@ from app.services.retrieval.diversity import (
     new_turns_first,
     within_budget,
 )
+from app.services.retrieval.entity_lanes import entity_lane_params
 from app.services.retrieval.expansion import expand, keyword_text
 from app.services.retrieval.lanes import (
     STATEMENT_SIZES,
@@ -353,6 +354,7 @@ def statement_params(
         "variant_weights": [1.0] + [settings.variant_weight] * (len(variants) - 1),
         **weight_parameters(settings),
         "expansion_seeds": settings.expansion_seeds,
+        **entity_lane_params(settings, request.query, lanes),
         "passage_share": settings.passage_share,
         # at most the lane's size: a windows lane of size 0 stays off
         "passage_candidates": min(settings.passage_candidates, lanes["windows"]),
