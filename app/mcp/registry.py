@@ -16,7 +16,7 @@ outside the active profile is never registered with the server, so it is neither
 listed nor callable; the service function behind it stays available to the API and
 the CLI. To add a tool, decorate its function in the tool set it belongs to (a write
 that can be repeated safely says ``idempotent=True``); a new tool set goes into
-``TOOLSETS`` in server.py.
+``toolsets()`` in server.py.
 
 A tool returns its typed result. fastmcp serialises a TypedDict or a dataclass itself;
 a tool set whose results it cannot (the graph's msgspec Structs) gives ``answer``, the

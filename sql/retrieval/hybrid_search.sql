@@ -45,7 +45,7 @@
 -- context, comes before a fact extracted from them.
 --
 -- Slots: a line holding only {name} is filled, when the code loads this file, with
--- sql/<name>.sql (app/db/resources.py, splice): {memory_filters} and {fact_filters}
+-- sql/retrieval/<name>.sql (app/db/resources.py, splice): {memory_filters} and {fact_filters}
 -- hold the filters every lane applies (memories as m, facts as f), written once;
 -- {keyword_lane} is keyword_bm25.sql or keyword_tsvector.sql; {window_lane} is the
 -- windows lane's CTEs (window_lane.sql, which benchmarks/scale.py also runs on its
