@@ -8,11 +8,12 @@
 --
 -- It reads q (embedding, variant) and seeds (item 'memory' | 'fact', id) from the
 -- statement, and holds the {memory_filters} and {fact_filters} slots.
---   expansion_entities  the entities the seeds name: a memory's links (memory_entities),
---                       a fact's (fact_entities)
+--   expansion_entities  the entities the seeds name: a memory's links (memory_entities)
+--                       and its facts', a fact's (fact_entities)
 --   expansion_keys      those that are not hubs: named by at most hub_mentions memories
 --                       and facts (entity_mentions)
---   expansion_rows      the memories and facts naming a kept entity, not seeds
+--   expansion_rows      the memories and facts naming a kept entity (a memory also
+--                       through a fact made from it), not seeds
 --   entity_expansion_lane  memories ranked among memories, facts among facts, by
 --                       distance to the question (first variant), at most
 --                       entity_expansion_per_entity of them per entity
@@ -31,6 +32,11 @@ expansion_entities AS MATERIALIZED (
         SELECT fe.entity_key
         FROM fact_entities AS fe
         WHERE s.item = 'fact' AND fe.tenant_id = %(tenant)s AND fe.fact_id = s.id
+        UNION ALL
+        SELECT fe.entity_key
+        FROM facts AS f
+        JOIN fact_entities AS fe ON fe.tenant_id = %(tenant)s AND fe.fact_id = f.id
+        WHERE s.item = 'memory' AND f.tenant_id = %(tenant)s AND f.memory_id = s.id
     ) AS links
     WHERE %(entity_expansion_memories)s + %(entity_expansion_facts)s > 0
 ),
@@ -45,8 +51,17 @@ expansion_keys AS MATERIALIZED (
 expansion_rows AS MATERIALIZED (
     SELECT 'memory'::text AS item, k.entity_key, m.id, m.embedding
     FROM expansion_keys AS k
-    JOIN memory_entities AS me ON me.tenant_id = %(tenant)s AND me.entity_key = k.entity_key
-    JOIN memories AS m ON m.id = me.memory_id AND m.tenant_id = %(tenant)s
+    CROSS JOIN LATERAL (
+        SELECT me.memory_id
+        FROM memory_entities AS me
+        WHERE me.tenant_id = %(tenant)s AND me.entity_key = k.entity_key
+        UNION
+        SELECT f.memory_id
+        FROM fact_entities AS fe
+        JOIN facts AS f ON f.id = fe.fact_id AND f.tenant_id = %(tenant)s
+        WHERE fe.tenant_id = %(tenant)s AND fe.entity_key = k.entity_key
+    ) AS linked
+    JOIN memories AS m ON m.id = linked.memory_id AND m.tenant_id = %(tenant)s
     WHERE %(entity_expansion_memories)s > 0
       AND m.embedding IS NOT NULL
       AND NOT EXISTS (SELECT 1 FROM seeds AS s WHERE s.item = 'memory' AND s.id = m.id)

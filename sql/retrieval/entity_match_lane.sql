@@ -10,14 +10,15 @@
 -- It reads q (embedding, variant) from the statement, and holds the {memory_filters} and
 -- {fact_filters} slots.
 --   match_keys        the question's entity keys the tenant links to, not hubs
---   match_rows        the memories and facts linked to them
+--   match_rows        the memories and facts linked to them (a memory also through a
+--                     fact made from it)
 --   entity_match_lane memories ranked among memories, facts among facts, by distance to
 --                     the question (first variant), at most entity_match_memories and
 --                     entity_match_facts
 --
 -- Parameters: tenant text, entity_match_memories and entity_match_facts int (how many of
--- each; both 0: off, nothing runs), entity_match_keys text[] (candidate keys of the question), hub_mentions int, and the
--- filters'.
+-- each; both 0: off, nothing runs), entity_match_keys text[] (the question's candidate
+-- keys: every 1-4 word span), hub_mentions int, and the filters'.
 match_keys AS MATERIALIZED (
     SELECT named.entity_key
     FROM entity_mentions AS named
@@ -27,14 +28,23 @@ match_keys AS MATERIALIZED (
       AND named.mentions <= %(hub_mentions)s
 ),
 match_rows AS MATERIALIZED (
-    SELECT DISTINCT 'memory'::text AS item, m.id, m.embedding
+    SELECT 'memory'::text AS item, m.id, m.embedding
     FROM match_keys AS k
-    JOIN memory_entities AS me ON me.tenant_id = %(tenant)s AND me.entity_key = k.entity_key
-    JOIN memories AS m ON m.id = me.memory_id AND m.tenant_id = %(tenant)s
+    CROSS JOIN LATERAL (
+        SELECT me.memory_id
+        FROM memory_entities AS me
+        WHERE me.tenant_id = %(tenant)s AND me.entity_key = k.entity_key
+        UNION
+        SELECT f.memory_id
+        FROM fact_entities AS fe
+        JOIN facts AS f ON f.id = fe.fact_id AND f.tenant_id = %(tenant)s
+        WHERE fe.tenant_id = %(tenant)s AND fe.entity_key = k.entity_key
+    ) AS linked
+    JOIN memories AS m ON m.id = linked.memory_id AND m.tenant_id = %(tenant)s
     WHERE %(entity_match_memories)s > 0
       AND m.embedding IS NOT NULL
       {memory_filters}
-    UNION
+    UNION ALL
     SELECT 'fact'::text, f.id, f.embedding
     FROM match_keys AS k
     JOIN fact_entities AS fe ON fe.tenant_id = %(tenant)s AND fe.entity_key = k.entity_key
@@ -46,12 +56,16 @@ match_rows AS MATERIALIZED (
 entity_match_lane AS (
     SELECT ranked.item, ranked.id, 1::bigint AS variant, ranked.rank
     FROM (
-        SELECT r.item, r.id,
-               row_number() OVER (PARTITION BY r.item
-                                  ORDER BY r.embedding <=> q.embedding, r.id) AS rank
-        FROM match_rows AS r
-        CROSS JOIN q
-        WHERE q.variant = 1
+        SELECT near.item, near.id,
+               row_number() OVER (PARTITION BY near.item ORDER BY near.distance, near.id)
+                   AS rank
+        FROM (
+            SELECT r.item, r.id, min(r.embedding <=> q.embedding) AS distance
+            FROM match_rows AS r
+            CROSS JOIN q
+            WHERE q.variant = 1
+            GROUP BY r.item, r.id
+        ) AS near
     ) AS ranked
     WHERE ranked.rank <= CASE ranked.item WHEN 'memory' THEN %(entity_match_memories)s
                                           ELSE %(entity_match_facts)s END
