@@ -234,6 +234,31 @@ class SearchSettings(_Section):
         description="An entity more memories and facts name than this is a hub (a chat's "
         "speakers): the entity lanes do not follow it.",
     )
+    neighbours: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="Neighbour lane size: conversation windows beside the first hits' windows "
+        "in their session (an expansion lane); 0: off.",
+    )
+    neighbours_weight: float = Field(
+        1.0, ge=0, le=10, description="RRF weight of the neighbour lane."
+    )
+    neighbour_turns: int = Field(
+        2,
+        ge=1,
+        le=100,
+        description="How far (in turns, either side) a neighbour window's first turn may lie "
+        "from its seed window's: 2 with windows every 2 turns, the window before and after.",
+    )
+    timeline: int = Field(
+        0,
+        ge=0,
+        le=1000,
+        description="Timeline lane size: for a question about an order of events or a change "
+        "over time, the named subject's facts, one per session, in time order; 0: off.",
+    )
+    timeline_weight: float = Field(1.0, ge=0, le=10, description="RRF weight of the timeline lane.")
     preference_min_similarity: float = Field(
         0.2,
         ge=-1,

@@ -22,6 +22,10 @@
 --   preferences  standing preferences and instructions (facts of type preference)
 --            closest to the question, above a similarity floor: what a person asked
 --            to hold from now on reaches every request on its topic
+--   timeline the subject's facts, one per session, in time order, for a question
+--            that asks how something went over time (timeline_lane.sql)
+--   neighbours  (expansion) the windows beside the seeds' windows in their session
+--            (neighbour_lane.sql)
 -- Each dense lane has two ways, of which a one-time filter on %(exact)s runs one:
 --   exact    (a tenant below search.tenant_index_rows) every row of the tenant, read
 --            through its tenant_id index and sorted by distance: exact, and cheaper
@@ -78,6 +82,8 @@
 --   entity_match_memories, entity_match_facts int, entity_match_keys text[],
 --   hub_mentions int                         the entity lanes (entity_expansion_lane.sql,
 --                                            entity_match_lane.sql)
+--   neighbours, neighbour_turns int          the neighbour lane (neighbour_lane.sql)
+--   timeline int, timeline_subjects text[]   the timeline lane (timeline_lane.sql)
 --   the filters, NULL = off (documented in memory_filters.sql and fact_filters.sql):
 --     sources text[] | NULL                  only these sources
 --     memory_kinds text[] | NULL             window / note (facts: facts lane size 0)
@@ -222,6 +228,8 @@ preference_lane AS (
 ),
 {entity_match_lane}
 ,  -- entity_match_lane.sql ends without a comma
+{timeline_lane}
+,  -- timeline_lane.sql ends without a comma
 lanes AS (
     -- The first stage: one line per lane (item, id, variant, lane, rank), the lane named
     -- as in the registry (app/services/retrieval/lanes.py LANES; a unit test ties them).
@@ -231,6 +239,7 @@ lanes AS (
     UNION ALL SELECT 'fact', id, variant, 'graph', rank FROM graph_lane
     UNION ALL SELECT 'fact', id, variant, 'preferences', rank FROM preference_lane
     UNION ALL SELECT item, id, variant, 'entity_match', rank FROM entity_match_lane
+    UNION ALL SELECT item, id, variant, 'timeline', rank FROM timeline_lane
 ),
 seeds AS MATERIALIZED (
     -- The first stage's best items (expansion_seeds of them), fused as below: where the
@@ -247,10 +256,13 @@ seeds AS MATERIALIZED (
 ),
 {entity_expansion_lane}
 ,  -- entity_expansion_lane.sql ends without a comma
+{neighbour_lane}
+,  -- neighbour_lane.sql ends without a comma
 all_lanes AS (
     -- The first stage and the expansion lanes (which read seeds), one line each.
     SELECT item, id, variant, lane, rank FROM lanes
     UNION ALL SELECT item, id, variant, 'entity_expansion', rank FROM entity_expansion_lane
+    UNION ALL SELECT item, id, variant, 'neighbours', rank FROM neighbour_lane
 ),
 lane_hits AS (
     -- Each hit's share of the fusion: its lane's weight (lane_weights, in the order of

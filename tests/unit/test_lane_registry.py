@@ -47,6 +47,8 @@ def test_every_size_parameter_is_read_by_the_statement() -> None:
             "keyword_bm25_tenant",
             "entity_expansion_lane",
             "entity_match_lane",
+            "neighbour_lane",
+            "timeline_lane",
         )
     )
     for lane in LANES:

@@ -70,6 +70,8 @@ LANES: tuple[Lane, ...] = (
         "Entity match",
         (("entity_match_memories", MEMORY_KINDS), ("entity_match_facts", FACT_KINDS)),
     ),
+    Lane("neighbours", "Neighbours", (("neighbours", MEMORY_KINDS),)),
+    Lane("timeline", "Timeline", (("timeline", FACT_KINDS),)),
 )
 LANE_NAMES: tuple[str, ...] = tuple(lane.name for lane in LANES)
 # Every size parameter of the statement, as explain reports them.

@@ -64,6 +64,7 @@ from app.services.retrieval.schemas import (
     SearchResult,
     SearchTimings,
 )
+from app.services.retrieval.timeline import structure_lane_params
 from app.services.runtime import Elephant
 
 log = logging.getLogger(__name__)
@@ -336,6 +337,7 @@ def statement_params(
     named, neighbours = graph
     if not neighbours:
         lanes["graph"] = 0  # no neighbour of a named entity: the lane has nothing to add
+    structure = structure_lane_params(settings, request.query, lanes, request.lanes)
     filters = request.filters
     memory_kinds = sorted(filters.kinds() & {"window", "note"})
     if dates == "from request":
@@ -355,6 +357,7 @@ def statement_params(
         **weight_parameters(settings),
         "expansion_seeds": settings.expansion_seeds,
         **entity_lane_params(settings, request.query, lanes),
+        **structure,
         "passage_share": settings.passage_share,
         # at most the lane's size: a windows lane of size 0 stays off
         "passage_candidates": min(settings.passage_candidates, lanes["windows"]),
