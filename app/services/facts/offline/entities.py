@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from app.services.facts.dates import MONTH_NAMES
+from app.services.facts.dates import MONTH_NAMES, WEEKDAY_NAMES
 from app.services.facts.offline import gazetteer as gz
 from app.services.facts.offline.lexicon import FILLER_WORDS, OBJECTS, STOPWORDS, word_set
 from app.services.facts.offline.names import entity_type, find_names, is_common_word
@@ -50,6 +50,9 @@ _IMPERATIVES = word_set(
     """
 )
 _MONTHS = "|".join(MONTH_NAMES)
+_TIME_WORDS = frozenset(w.lower() for w in (*WEEKDAY_NAMES, *MONTH_NAMES)) | word_set(
+    "last next this every"
+)
 _DATE_RE = re.compile(
     rf"\b(?:\d{{1,2}}\s+(?:{_MONTHS})(?:\s+\d{{4}})?|(?:{_MONTHS})\s+\d{{1,2}}(?:st|nd|rd|th)?"
     rf"(?:,?\s+\d{{4}})?|(?:{_MONTHS})\s+\d{{4}}|(?:19|20)\d{{2}})\b"
@@ -61,12 +64,19 @@ _ORG_CUE_RE = re.compile(
     r"\s*(?:the\s+)?$",
     re.IGNORECASE,
 )
+# A title by the word for what it is: "the novel X", "X is my favourite book"
+_WORKS = r"(?:book|novel|series|movie|film|show|song|album|game|play|musical|podcast|poem)s?"
+_WORK_BEFORE_RE = re.compile(rf"\b{_WORKS}\s+(?:called\s+|named\s+|titled\s+)?$", re.I)
+_WORK_AFTER_RE = re.compile(
+    rf"^\s+(?:is|was)\s+(?:my|a|an|the|one\s+of\s+my)\s+(?:\w+\s+)?{_WORKS}\b", re.I
+)
 # A verb only a person is the subject of, right after a one-word name: "Gina works ..."
 _HUMAN_VERB_RE = re.compile(
     r"^(?:'s\s+(?:mom|dad|mother|father|wife|husband|sister|brother|son|daughter|friend|kids?)"
     r"|\s+(?:said|says|told|tells|thinks|thought|feels|felt|loves|loved|wants|wanted|works"
     r"|worked|lives|lived|married|asked|asks|laughed|smiled|cried|knows|knew|and\s+I)\b)"
 )
+_NAME_BEFORE_RE = re.compile(r"\b(?!(?:in|of|since|by|from|until|to|and)\b)[A-Z][\w'-]*\s+$")
 _QUOTED_RE = re.compile(r'"([A-Z][^"]{1,80})"')
 _WORD_RE = re.compile(r"[A-Za-z][\w'&.+-]*")
 
@@ -137,11 +147,18 @@ _LABEL_RE = re.compile(r"(?<=:)\s+(?=\S)|^\s*(?:[-*+]|\d+[.)])\s+|\*\*|__|`")
 def _pieces(text: str) -> list[str]:
     """Sentences, a label's value ('Cascade: Allows ...') on its own: its first word opens
     a sentence too. Markdown emphasis and list marks are blanked, keeping offsets."""
-    pieces = []
+    pieces: list[str] = []
     for sentence in split_sentences(text):
         blank = _LABEL_RE.sub(lambda m: "\n" * len(m[0]), sentence)
         pieces.extend(p for p in blank.split("\n") if p.strip())
     return pieces
+
+
+def title_case(text: str) -> bool:
+    """A quoted title, not a quoted sentence: at most 8 words, each longer than three
+    letters capitalised ('The Great Gatsby'; not 'Let go of what no longer serves you')."""
+    words = text.split()
+    return 0 < len(words) <= 8 and all(w[:1].isupper() or len(w) <= 3 for w in words)
 
 
 def _sentence_mentions(
@@ -150,10 +167,12 @@ def _sentence_mentions(
     mentions: list[Mention] = []
     for m in _QUOTED_RE.finditer(sentence):
         title = m[1].strip(" ,.!?")
-        if title and len(title.split()) <= 8:
+        if title_case(title):
             mentions.append(Mention(title, "work", m.start(1)))
     blank = _QUOTED_RE.sub(lambda m: " " * len(m[0]), sentence)
     for m in _DATE_RE.finditer(blank):
+        if m[0].isdigit() and _NAME_BEFORE_RE.search(blank[: m.start()]):
+            continue  # 'Cyberpunk 2077': part of a name
         mentions.append(Mention(m[0], "date", m.start()))
     dates = _DATE_RE.sub(lambda m: " " * len(m[0]), blank)
     for offset, found in find_names(dates, people | frozenset(known) | evidence):
@@ -216,6 +235,8 @@ def _is_name(
     words = name.split()
     if all(w.lower() in STOPWORDS or w.lower() in FILLER_WORDS for w in words):
         return False
+    if any(w.lower() in _TIME_WORDS for w in words):
+        return False  # 'Last Wednesday': a time, read by the date rules
     if len(words) == 1 and name.isupper():
         return len(name.rstrip("+")) <= MAX_ACRONYM and lower not in _CODE_WORDS
     if len(words) > 1 and all(w.isupper() for w in words):
@@ -223,10 +244,10 @@ def _is_name(
     if offset > 0 or len(words) > 1:
         return True
     # a sentence's first word, alone: a name only with more evidence than its capital
+    # ('Pottery is ...', 'Never had ...' are not; 'Gina said ...' is)
     if _evidenced(name, people, known, evidence):
         return True
-    after = text[offset + len(name) :].split()
-    return bool(after) and after[0].lower() not in _NOT_AFTER_SUBJECT
+    return bool(_HUMAN_VERB_RE.match(text[offset + len(name) :]))
 
 
 def _speaker_for(name: str, people: frozenset[str]) -> str | None:
@@ -235,7 +256,7 @@ def _speaker_for(name: str, people: frozenset[str]) -> str | None:
     lower = name.lower()
     if lower in people:
         return name
-    if " " in lower or len(lower) < 3:
+    if " " in lower or len(lower) < 2:
         return None
     matches = [p for p in people if p.split()[0].startswith(lower) and p.split()[0] != lower]
     if len(matches) == 1:
@@ -266,6 +287,10 @@ def _type_of(
         return "organization"
     if any(w in gz.PRODUCTS for w in words):
         return "product"
+    if _WORK_BEFORE_RE.search(text[max(0, offset - 30) : offset]) or _WORK_AFTER_RE.match(
+        text[offset + len(name) :]
+    ):
+        return "work"
     cued = entity_type(text, offset, name, people)
     if cued in ("person", "place", "organization"):
         return "person" if cued == "person" else "place" if cued == "place" else "organization"

@@ -37,7 +37,7 @@ hamburg helsinki houston istanbul jakarta jerusalem kyoto lagos lisbon london ma
 manchester melbourne miami milan montreal moscow mumbai munich nairobi naples nashville
 oslo paris philadelphia phoenix portland prague reykjavik rome seattle seoul shanghai
 singapore stockholm sydney tokyo toronto vancouver venice vienna warsaw zurich orlando
-vegas brooklyn manhattan hollywood oxford cambridge
+vegas brooklyn manhattan hollywood oxford cambridge nyc
 """
 PLACES = word_set(_COUNTRIES + _REGIONS + _CITIES) | frozenset(
     {
@@ -86,7 +86,8 @@ ORGANIZATIONS = word_set(
     """
     google microsoft apple amazon meta ibm intel nvidia oracle walmart starbucks costco ikea
     nasa fbi cia unicef unesco nato fifa nba nfl mlb nhl bbc cnn nyt ymca harvard stanford
-    mit yale princeton berkeley disney pixar nike adidas samsung sony boeing airbus
+    mit yale princeton berkeley disney pixar nike adidas samsung sony boeing airbus ferrari
+    porsche lamborghini mercedes
     """
 )
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from app.services.facts.model import EntityRef, ExtractedFact, FactType
 from app.services.facts.offline import sentences
 from app.services.facts.offline.dating import rewrite_dates
-from app.services.facts.offline.entities import recognise
+from app.services.facts.offline.entities import recognise, title_case
 from app.services.facts.offline.grammar import dangling, finite_verb
 from app.services.facts.offline.lexicon import DIGIT_RE, SPACE_RE, content_words
 from app.services.facts.offline.names import find_names, leading_name
@@ -196,7 +196,7 @@ def _entities(text: str, ctx: Context, speaker: Person | None) -> list[EntityRef
         seen.add(speaker.name.lower())
     for m in _QUOTED_RE.finditer(text):
         title = (m[1] or m[2]).strip(" ,.!?")
-        if title and title.lower() not in seen and len(title) <= 200:
+        if title_case(title) and title.lower() not in seen and len(title) <= 200:
             seen.add(title.lower())
             entities.append(EntityRef(name=title, type="work"))
     unquoted = _QUOTED_RE.sub(lambda m: " " * len(m[0]), text)
