@@ -148,7 +148,8 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("DELETE FROM jobs WHERE kind = 'link_entities' AND status <> 'running'")
+    # the link_entities jobs stay: rows a rollback must not lose (an earlier worker fails a
+    # queued one as a kind it does not know, and loses nothing)
     op.execute("DROP VIEW IF EXISTS entity_mentions")
     bind = op.get_bind()
     for name in bind.execute(sa.text("SELECT name FROM analysts ORDER BY 1")).scalars():

@@ -208,7 +208,8 @@ def test_an_upgraded_database_with_rows_has_the_fresh_schema(
     assert_same_schema(fresh, upgraded, f"a database upgraded from {EARLY} with rows")
     if with_graph:
         assert relations == [("acme", "Lisbon", "depends_on", "Portugal", "assertion")]
-    assert jobs == [("extract_facts",), ("embed_memories",)], "0007 queues the passage backfill"
+    # 0007 queues the passage backfill, 0020 the entity links' backfill
+    assert jobs == [("extract_facts",), ("embed_memories",), ("link_entities",)]
 
 
 def test_migrating_again_at_head_changes_nothing(

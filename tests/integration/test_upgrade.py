@@ -366,10 +366,14 @@ def test_migrate_upgrades_to_head_and_keeps_every_row(upgrade: Upgrade) -> None:
     assert f"schema revision: {head} (head: {head})" in upgrade.migrate_output
     lost = missing_rows(upgrade.before, upgrade.after, UNCHANGED_EXCEPT)
     assert lost == {}, f"rows the upgrade lost or changed: {json.dumps(lost)[:3000]}"
+    after = {
+        table: [r for r in rows if table != "public.jobs" or r["kind"] != "link_entities"]
+        for table, rows in upgrade.after.items()
+    }  # 0020 queues the entity links' backfill, a job per tenant holding memories
     counts = {
-        table: (len(rows), len(upgrade.after.get(table, [])))
+        table: (len(rows), len(after.get(table, [])))
         for table, rows in upgrade.before.items()
-        if len(rows) != len(upgrade.after.get(table, []))
+        if len(rows) != len(after.get(table, []))
     }
     assert counts == {}, f"row counts (before, after) changed: {counts}"
     added = added_columns(upgrade.before, upgrade.after)
