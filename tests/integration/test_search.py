@@ -468,7 +468,6 @@ def test_results_that_repeat_shown_turns_go_below_new_turns(seeded: Elephant) ->
 
 def test_max_tokens_fills_a_budget_instead_of_a_count(seeded: Elephant) -> None:
     query = "What did Caroline do at the support group and what does she want to study?"
-    counted = run(seeded, query)
     for budget in (30, 120, 400):
         result = search(seeded, T, SearchRequest(query=query, max_tokens=budget, explain=True))
         used = sum(estimated_tokens(hit.text) for hit in result.hits)
@@ -481,7 +480,15 @@ def test_max_tokens_fills_a_budget_instead_of_a_count(seeded: Elephant) -> None:
     small = run(seeded, query, max_tokens=30)
     large = run(seeded, query, max_tokens=4000)
     assert len(small) < len(large)
-    assert len(large) > len(counted)  # no limit given: the budget, not the default 10, caps
+    # no limit given: the budget, not search.default_limit, caps
+    few_settings = seeded.settings.search.model_copy(update={"default_limit": 3})
+    few = Elephant(
+        settings=seeded.settings.model_copy(update={"search": few_settings}),
+        db=seeded.db,
+        embedder=seeded.embedder,
+        llm=None,
+    )
+    assert len(run(few, query, max_tokens=4000)) > len(run(few, query)) == 3
     assert len(run(seeded, query, max_tokens=4000, limit=3)) == 3
 
 
@@ -508,7 +515,9 @@ def test_the_keyword_lanes_best_memory_goes_first_from_the_top_three(
         shipped = run(seeded, question, limit=10)
         fused = run(plain, question, limit=10)
         best = [
-            i for i, hit in enumerate(fused[:3]) if hit.kind != "fact" and hit.ranks.keyword == 1
+            i
+            for i, hit in enumerate(fused[:3])
+            if hit.kind != "fact" and hit.ranks.keyword == 1 and not hit.superseded_by
         ]
         if best and any(hit.prior > fused[best[0]].prior for hit in fused[: best[0]]):
             best = []  # a result above it leads by a prior: the order stands
@@ -520,4 +529,8 @@ def test_the_keyword_lanes_best_memory_goes_first_from_the_top_three(
             moved += best[0] > 0
         else:
             assert [hit.id for hit in shipped] == [hit.id for hit in fused], question
-    assert moved >= 1, "no question had the keyword lane's best below fusion's first"
+    # This seed's one keyword-best below fusion's first is the Paris note, superseded by
+    # the Berlin note: about the present it is not lifted (test_search_trust.py); the move
+    # itself is tests/unit/test_diversity.py's.
+    alice = run(seeded, "Where does Alice live now?", limit=10)
+    assert moved or ("Berlin" in alice[0].text and any(hit.superseded_by for hit in alice))

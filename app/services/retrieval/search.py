@@ -51,6 +51,8 @@ from app.services.retrieval.lanes import (
     requested_sizes,
     weight_parameters,
 )
+from app.services.retrieval.one_place import one_place
+from app.services.retrieval.ordering import lifted, reranked, settled
 from app.services.retrieval.query_dates import QuestionDates, question_dates
 from app.services.retrieval.schemas import (
     ActivationPrior,
@@ -65,6 +67,13 @@ from app.services.retrieval.schemas import (
     SearchTimings,
 )
 from app.services.retrieval.timeline import structure_lane_params
+from app.services.retrieval.supersession import (
+    about_the_present,
+    below_successors,
+    is_superseded,
+    marked,
+    superseded,
+)
 from app.services.runtime import Elephant
 
 log = logging.getLogger(__name__)
@@ -211,16 +220,27 @@ def _search(
         sql_started = time.perf_counter()
         rows = run_statement(conn, engine, params)
         sql_ms = (time.perf_counter() - sql_started) * 1000
-    hits = [_hit(row) for row in rows]
+        hits = [_hit(row) for row in rows]
+        replaced = superseded(conn, tenant, hits)
+    # Each rule below that moves a result sets the score it shows (ordering.py).
+    present = about_the_present(request.filters.as_of, request.filters.include_expired)
     rerank_report = RerankReport(used=False, reason="off")
     if reranking and hits:
         hits, rerank_report = _rerank(elephant, request.query, hits)
+        hits = reranked(hits) if rerank_report.used else hits
+    hits = one_place(marked(hits, replaced))
     if diversifying:
-        hits = new_turns_first(hits, lambda hit: hit.source_turn_ids)
+        hits = settled(new_turns_first(hits, lambda hit: hit.source_turn_ids))
     if settings.keyword_first_within and not rerank_report.used:
-        hits = keyword_best_first(
-            hits, settings.keyword_first_within, _keyword_best, lambda hit: hit.prior
+        lifts = keyword_best_first(
+            hits,
+            settings.keyword_first_within,
+            lambda hit: _keyword_best(hit) and not (present and is_superseded(hit)),
+            lambda hit: hit.prior,
         )
+        hits = lifted(hits, lifts)
+    if present:
+        hits = below_successors(hits, replaced)
     if request.max_tokens:
         hits = within_budget(
             hits, request.max_tokens, lambda hit: hit.text, lambda hit: hit.source_turn_ids
