@@ -66,7 +66,6 @@ from app.services.retrieval.schemas import (
     SearchResult,
     SearchTimings,
 )
-from app.services.retrieval.timeline import structure_lane_params
 from app.services.retrieval.supersession import (
     about_the_present,
     below_successors,
@@ -74,6 +73,7 @@ from app.services.retrieval.supersession import (
     marked,
     superseded,
 )
+from app.services.retrieval.timeline import structure_lane_params
 from app.services.runtime import Elephant
 
 log = logging.getLogger(__name__)
