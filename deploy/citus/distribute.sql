@@ -54,6 +54,7 @@ SELECT create_distributed_table('turns', 'tenant_id', colocate_with => 'conversa
 SELECT create_distributed_table('memories', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('facts', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('fact_entities', 'tenant_id', colocate_with => 'conversations');
+SELECT create_distributed_table('memory_entities', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('contradictions', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('feedback', 'tenant_id', colocate_with => 'conversations');
 SELECT create_distributed_table('passages', 'tenant_id', colocate_with => 'conversations');

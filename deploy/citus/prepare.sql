@@ -30,6 +30,7 @@ ALTER TABLE feedback       DROP CONSTRAINT IF EXISTS feedback_fact_id_fkey;
 ALTER TABLE feedback       DROP CONSTRAINT IF EXISTS feedback_memory_id_fkey;
 ALTER TABLE handoffs       DROP CONSTRAINT IF EXISTS handoffs_conversation_id_fkey;
 ALTER TABLE fact_entities  DROP CONSTRAINT IF EXISTS fact_entities_fact_id_fkey;
+ALTER TABLE memory_entities DROP CONSTRAINT IF EXISTS memory_entities_memory_id_fkey;
 ALTER TABLE passages       DROP CONSTRAINT IF EXISTS passages_memory_id_fkey;
 ALTER TABLE passages       DROP CONSTRAINT IF EXISTS passages_turn_id_fkey;
 
@@ -84,6 +85,8 @@ ALTER TABLE feedback ADD CONSTRAINT feedback_memory_id_fkey
     FOREIGN KEY (tenant_id, memory_id) REFERENCES memories (tenant_id, id) ON DELETE CASCADE;
 ALTER TABLE fact_entities ADD CONSTRAINT fact_entities_fact_id_fkey
     FOREIGN KEY (tenant_id, fact_id) REFERENCES facts (tenant_id, id) ON DELETE CASCADE;
+ALTER TABLE memory_entities ADD CONSTRAINT memory_entities_memory_id_fkey
+    FOREIGN KEY (tenant_id, memory_id) REFERENCES memories (tenant_id, id) ON DELETE CASCADE;
 ALTER TABLE passages ADD CONSTRAINT passages_memory_id_fkey
     FOREIGN KEY (tenant_id, memory_id) REFERENCES memories (tenant_id, id) ON DELETE CASCADE;
 ALTER TABLE passages ADD CONSTRAINT passages_turn_id_fkey
