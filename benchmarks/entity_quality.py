@@ -1,7 +1,8 @@
 """Offline entity quality on hand-labelled LoCoMo turns: are the names we link on names?
 
     .venv/bin/python benchmarks/entity_quality.py [--dataset ../shared/datasets/locomo10.json]
-        [--rules new|old] [--out benchmarks/results/entity_quality.json] [--print-sample]
+        [--rules new|old] [--labels FILE] [--out benchmarks/results/entity_quality.json]
+        [--print-sample] [--verbose] [--smoke]
 
 The labels (benchmarks/labels/locomo_entities.json) name the entities of 160 LoCoMo
 turns by (conversation, turn id): 10 turns per conversation at random and 6 among the
@@ -186,8 +187,12 @@ def sample(conversations: Iterable[Conversation]) -> dict[str, list[str]]:
     return picked
 
 
-def run(dataset: Path, rules: str, verbose: bool, path: Path = LABELS) -> dict[str, Any]:
+def run(
+    dataset: Path, rules: str, verbose: bool, path: Path = LABELS, smoke: bool = False
+) -> dict[str, Any]:
     labels = json.loads(path.read_text(encoding="utf-8"))
+    if smoke:  # the first two labelled conversations
+        labels["turns"] = dict(list(labels["turns"].items())[:2])
     ok = frozenset(key(n) for n in labels["ok"])
     scores = {"links": Score(), "facts": Score()}
     errors: dict[str, list[str]] = {"links": [], "facts": []}
@@ -206,8 +211,10 @@ def run(dataset: Path, rules: str, verbose: bool, path: Path = LABELS) -> dict[s
                 errors[measure] += [f"{conversation.sample_id} {turn_id}: {w}" for w in wrong]
     result = {
         "rules": rules,
+        "smoke": smoke,
         "labels": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path),
         "turns": sum(len(v) for v in labels["turns"].values()),
+        "dataset": str(dataset),
         **{measure: score.as_dict() for measure, score in scores.items()},
         "wrong": errors,
     }
@@ -226,13 +233,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/entity_quality.json")
     parser.add_argument("--labels", type=Path, default=LABELS, help="The labels to score on.")
     parser.add_argument("--print-sample", action="store_true")
+    parser.add_argument("--smoke", action="store_true", help="The first two conversations.")
     parser.add_argument("--verbose", action="store_true", help="List every wrong entity.")
     args = parser.parse_args()
     if args.print_sample:
         for sample_id, turns in sample(load(args.dataset)).items():
             print(sample_id, " ".join(turns))
         return
-    result = run(args.dataset, args.rules, args.verbose, args.labels)
+    result = run(args.dataset, args.rules, args.verbose, args.labels, args.smoke)
     for measure in ("links", "facts"):
         print(measure, json.dumps(result[measure]))
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -214,6 +214,20 @@ def test_fact_quality_benchmark_smoke(tmp_path: Path) -> None:
     assert "precision" in result.stdout
 
 
+def test_entity_quality_benchmark_smoke(tmp_path: Path) -> None:
+    # The labels name LoCoMo turns, whose text is read from the dataset: without it,
+    # there is nothing to score.
+    dataset = ROOT.parent / "shared" / "datasets" / "locomo10.json"
+    if not dataset.is_file():
+        pytest.skip("LoCoMo is absent: the entity labels name its turns")
+    result, report = run_smoke("entity_quality", tmp_path, 120)
+    assert report["turns"] == 32
+    for measure in ("links", "facts"):
+        assert report[measure]["labels"] > 0 and report[measure]["found"] > 0
+        assert 0 <= number(report[measure]["precision"]) <= 1
+    assert "links" in result.stdout
+
+
 @pytest.mark.heavy_smoke
 def test_ingest_benchmark_smoke(tmp_path: Path) -> None:
     # An absent dataset: the synthetic LoCoMo-shaped sample (the locomo test reads the
