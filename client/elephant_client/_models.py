@@ -260,9 +260,14 @@ class SearchHit:
     source_turn_ids: list[str]
     importance: float
     ranks: LaneRanks
+    # score is the ranking score: the results come sorted by it; fused_score (RRF + prior)
+    # only with explain
+    fused_score: float | None = None
     rrf: float | None = None
     prior: float | None = None
     rerank_score: float | None = None
+    superseded_by: list[str] | None = None  # a memory whose facts were all superseded
+    also: list[str] | None = None  # results with the same text, shown once in this place
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

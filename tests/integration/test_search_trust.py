@@ -14,13 +14,15 @@ import pytest
 from fastmcp import Client
 from litestar.testing import TestClient
 
+from app.api import create_app
 from app.config import Settings
 from app.mcp.server import build_server
 from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.retrieval.one_place import words
 from app.services.runtime import Elephant
-from tests.conftest import api_client, make_settings
+from elephant_client import Elephant as ElephantClient
+from tests.conftest import api_client, make_settings, operator_key, serve_in_thread
 
 Client_ = TestClient  # type: ignore[type-arg]
 T = "trust"
@@ -147,3 +149,20 @@ def test_mcp_search_lists_the_same_order_by_its_score(
         assert scores == sorted(scores, reverse=True), (query, scores)
         assert [hit["id"] for hit in hits] == [hit["id"] for hit in rest(client, query)]
     assert asyncio.run(search("Where does Alice live"))[0]["id"] == seeded["munich"]
+
+
+def test_the_client_library_reads_the_same_order_and_marks(
+    settings: Settings, elephant: Elephant, seeded: dict[str, str]
+) -> None:
+    app = create_app(settings, elephant, bind="127.0.0.1")
+    with (
+        serve_in_thread(app) as url,
+        ElephantClient(url, api_key=operator_key(elephant.db, "trust"), tenant=T) as memory,
+    ):
+        hits = memory.search("Where does Alice live", explain=True).results
+    scores = [hit.score for hit in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert hits[0].id == seeded["munich"] and hits[0].also
+    assert all(hit.fused_score is not None for hit in hits)
+    berlin = next(hit for hit in hits if hit.id == seeded["berlin"])
+    assert berlin.superseded_by == [seeded["munich"]]
