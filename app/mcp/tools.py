@@ -22,7 +22,7 @@ from app.services.memory import feedback as feedback_service
 from app.services.ops import stats as stats_service
 from app.services.retrieval import reflect as reflect_service
 from app.services.retrieval import search as search_service
-from app.services.retrieval.schemas import SearchFilters, SearchRequest
+from app.services.retrieval.schemas import SearchFilters, SearchHit, SearchRequest
 
 MEMORY = ToolSet()
 
@@ -53,8 +53,10 @@ class SearchToolHit(TypedDict):
     kind: str
     date: str | None
     source: str | None
-    score: float
+    score: float  # the ranking score: the results come sorted by it
     text: str
+    # a memory whose facts were all superseded: the memories that superseded it
+    superseded_by: NotRequired[list[str]]
 
 
 class SearchToolResult(TypedDict):
@@ -158,20 +160,21 @@ def search(
         consistency=consistency,
     )
     found = search_service.search(runtime.elephant, runtime.tenant(), request)
-    return SearchToolResult(
-        count=len(found.hits),
-        results=[
-            SearchToolHit(
-                id=hit.id,
-                kind=hit.kind,
-                date=_date(hit.event_at or hit.created_at),
-                source=hit.source,
-                score=round(hit.score, 4),
-                text=hit.text,
-            )
-            for hit in found.hits
-        ],
+    return SearchToolResult(count=len(found.hits), results=[_tool_hit(hit) for hit in found.hits])
+
+
+def _tool_hit(hit: SearchHit) -> SearchToolHit:
+    shown = SearchToolHit(
+        id=hit.id,
+        kind=hit.kind,
+        date=_date(hit.event_at or hit.created_at),
+        source=hit.source,
+        score=round(hit.score, 4),
+        text=hit.text,
     )
+    if isinstance(hit.superseded_by, list):
+        shown["superseded_by"] = hit.superseded_by
+    return shown
 
 
 @MEMORY.tool("read")
