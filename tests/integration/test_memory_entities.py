@@ -155,3 +155,15 @@ def test_the_backfill_links_memories_stored_before(elephant: Elephant) -> None:
     assert links(elephant, "ent-g") == {}
     drain(elephant)
     assert links(elephant, "ent-g") == before
+
+
+def test_a_name_the_tenant_typed_before_keeps_its_type(elephant: Elephant) -> None:
+    first = NoteIn(text="I had lunch with my friend Zorbo near the harbour.", force=True)
+    commit_note(elephant, "ent-h", first, wait=True)
+    later = NoteIn(text="Zorbo, the best cook in town, opened a stall.", force=True)
+    commit_note(elephant, "ent-h", later, wait=True)
+    found = links(elephant, "ent-h")
+    assert [memory["zorbo"] for memory in found.values()] == [("person", 1), ("person", 1)]
+    # the same text in a tenant that never met Zorbo: no name, as nothing says it is one
+    commit_note(elephant, "ent-i", later, wait=True)
+    assert "zorbo" not in keys_of(links(elephant, "ent-i"))

@@ -22,6 +22,7 @@ from app.db.runtime import Connection
 from app.services.facts.offline.dating import rewrite_dates
 from app.services.facts.offline.entities import (
     Mention,
+    candidate_keys,
     capitalised_evidence,
     question_entities,
     recognise,
@@ -30,7 +31,7 @@ from app.services.jobs import queue
 from app.services.jobs.queue import Job
 from app.services.runtime import Elephant
 
-KNOWN_LIMIT = 5000  # entity types the tenant knows, read once per linking
+KNOWN_LIMIT = 5000  # candidate names whose known type one linking looks up
 BACKFILL_BATCH = 500
 _NIL = uuid.UUID(int=0)
 
@@ -66,10 +67,14 @@ def memory_mentions(
     return [(first[key], counts[key]) for key in first if 0 < len(key) <= 200]
 
 
-def known_entities(conn: Connection, tenant: str) -> dict[str, str]:
-    """Entity key -> type of the names the tenant's memories already name as typed."""
+def known_entities(conn: Connection, tenant: str, texts: Iterable[str]) -> dict[str, str]:
+    """Entity key -> type, for the capitalised names in texts that the tenant's memories
+    already link with a type."""
+    keys = sorted(candidate_keys(texts))[:KNOWN_LIMIT]
+    if not keys:
+        return {}
     rows = conn.execute(
-        load_sql("graph/known_entities.sql"), {"tenant": tenant, "limit": KNOWN_LIMIT}
+        load_sql("graph/known_entities.sql"), {"tenant": tenant, "keys": keys}
     ).fetchall()
     return {str(key): str(kind) for key, kind in rows}
 
@@ -86,7 +91,9 @@ def link_memories(conn: Connection, tenant: str, memory_ids: Iterable[str]) -> i
         memory = memories.setdefault(str(memory_id), _Memory())
         memory.people = frozenset(str(s).lower() for s in speakers if s)
         memory.turns.append((speaker, str(text or ""), when))
-    known = known_entities(conn, tenant)
+    known = known_entities(
+        conn, tenant, (text for memory in memories.values() for _, text, _ in memory.turns)
+    )
     rows = []
     for memory_id, memory in memories.items():
         for mention, count in memory_mentions(memory.turns, memory.people, known):

@@ -78,6 +78,7 @@ _HUMAN_VERB_RE = re.compile(
 )
 _NAME_BEFORE_RE = re.compile(r"\b(?!(?:in|of|since|by|from|until|to|and)\b)[A-Z][\w'-]*\s+$")
 _QUOTED_RE = re.compile(r'"([A-Z][^"]{1,80})"')
+_CAPITALISED_RE = re.compile(r"[A-Z][\w'&.+-]*(?:\s+(?:of\s+|the\s+)?[A-Z][\w'&.+-]*)*")
 _WORD_RE = re.compile(r"[A-Za-z][\w'&.+-]*")
 
 
@@ -112,6 +113,18 @@ def capitalised_evidence(texts: Iterable[str]) -> frozenset[str]:
                 if m.start() > 0 and capital and not is_common_word(word, initial=False):
                     found.add(word.lower())
     return frozenset(found)
+
+
+def candidate_keys(texts: Iterable[str]) -> set[str]:
+    """The keys of every capitalised span and word in texts: the names whose known type
+    is worth looking up before recognising (a superset of what recognise finds)."""
+    keys: set[str] = set()
+    for text in texts:
+        for m in _CAPITALISED_RE.finditer(text):
+            words = m[0].split()
+            keys.add(entity_key(m[0]))
+            keys.update(entity_key(w) for w in words)
+    return {k.removesuffix("'s") for k in keys if k}
 
 
 def recognise(
