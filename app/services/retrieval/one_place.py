@@ -23,6 +23,10 @@ from app.services.retrieval.ordering import settled
 from app.services.retrieval.schemas import SearchHit
 
 NEAR = 0.85  # Jaccard of two token sets: "nearly the same words"
+# Longer texts (conversation windows) are compared as they are: reading the words of
+# every window of a 200-result pool cost ~10 ms of Python, and a window is never a fact's
+# or another window's text with only the punctuation changed.
+WORDS_UP_TO = 600  # characters
 _WORD = re.compile(r"\w+")
 
 
@@ -31,7 +35,15 @@ def words(text: str) -> list[str]:
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
-def _near(a: set[str], b: set[str]) -> bool:
+def _key(text: str) -> tuple[str, ...]:
+    return tuple(words(text)) if len(text) <= WORDS_UP_TO else (text,)
+
+
+def _near(fact: str, memory: str) -> bool:
+    """Nearly the same words: Jaccard >= NEAR (which needs lengths within a factor 2)."""
+    if not fact or len(fact) * 2 < len(memory) or len(memory) * 2 < len(fact):
+        return False
+    a, b = set(words(fact)), set(words(memory))
     return bool(a and b) and len(a & b) / len(a | b) >= NEAR
 
 
@@ -42,7 +54,6 @@ def _keeper(group: list[SearchHit]) -> SearchHit:
 
 def one_place(hits: Sequence[SearchHit]) -> list[SearchHit]:
     """Results with the same text folded into one place, the group's best place (stable)."""
-    tokens = [words(hit.text) for hit in hits]
     root = list(range(len(hits)))
 
     def find(index: int) -> int:
@@ -57,14 +68,14 @@ def one_place(hits: Sequence[SearchHit]) -> list[SearchHit]:
     by_text: dict[tuple[str, ...], int] = {}
     memory_at: dict[str, int] = {}
     for index, hit in enumerate(hits):
-        key = tuple(tokens[index])
+        key = _key(hit.text)
         if key:
             join(index, by_text.setdefault(key, index))
         if hit.kind != "fact":
             memory_at.setdefault(hit.id, index)
     for index, hit in enumerate(hits):
         source = memory_at.get(hit.memory_id or "") if hit.kind == "fact" else None
-        if source is not None and _near(set(tokens[index]), set(tokens[source])):
+        if source is not None and _near(hit.text, hits[source].text):
             join(index, source)
     groups: dict[int, list[SearchHit]] = {}
     for index, hit in enumerate(hits):
