@@ -4,7 +4,8 @@
 
 Opens the data dir (its migrations queue a ``link_entities`` job per tenant holding
 memories, migration 0020), runs the queued jobs (or, with --relink, queues one per
-tenant first), and reports per tenant: memories, links, distinct entities, the types,
+tenant first), and reports per tenant: the facts' entity links and the graph's roles
+(as extraction made them), memories, links, distinct entities, the types,
 how many entities more than N memories name (N = 25, 50, 100, 200: the hub threshold
 search.hub_mentions chooses among), the most linked entities, and the backfill's time.
 Use a copy of an ingested LoCoMo dir (docs/benchmarks.md), never the original.
@@ -43,7 +44,19 @@ def tenant_stats(elephant: Elephant, tenant: str) -> dict[str, Any]:
                 "GROUP BY 1 ORDER BY 2 DESC, 1"
             ).fetchall()
         ]
+        facts = conn.execute(
+            "SELECT count(*), count(DISTINCT entity_key) FROM fact_entities WHERE link = 'mentions'"
+        ).fetchone() or (0, 0)
+        roles = dict(
+            conn.execute(
+                "SELECT role, count(*) FROM graph_entities WHERE tenant_id = %s GROUP BY 1",
+                (tenant,),
+            ).fetchall()
+        )
     return {
+        "fact_mentions": int(facts[0]),
+        "fact_entities": int(facts[1]),
+        "graph_roles": {str(k): int(v) for k, v in roles.items()},
         "memories": int(memories[0]) if memories else 0,
         "links": int(total),
         "entities": int(distinct),
