@@ -6,6 +6,7 @@ and says so."""
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ from app.services.retrieval.one_place import words
 from app.services.runtime import Elephant
 from elephant_client import Elephant as ElephantClient
 from tests.conftest import api_client, make_settings, operator_key, serve_in_thread
+from tests.console_support import ConsoleSite, signed_in_client
 
 Client_ = TestClient  # type: ignore[type-arg]
 T = "trust"
@@ -169,3 +171,23 @@ def test_the_client_library_reads_the_same_order_and_marks(
     assert all(hit.fused_score is not None for hit in hits)
     berlin = next(hit for hit in hits if hit.id == seeded["berlin"])
     assert berlin.superseded_by == [seeded["munich"]]
+
+
+def test_the_console_lists_by_the_score_it_shows_and_marks_the_superseded_note(
+    console_site: ConsoleSite, elephant: Elephant
+) -> None:
+    for text, when in (
+        ("Alice lives in Berlin", "2021-03-01"),
+        ("Alice moved to Munich", "2024-06-01"),
+    ):
+        note = NoteIn(text=text, occurred_at=when, force=True)
+        commit_note(elephant, console_site.tenant, note, wait=True)
+    with signed_in_client(console_site, console_site.keys["read"]) as browser:
+        page = browser.get(
+            f"/ui/t/{console_site.tenant}/search", params={"query": "Where does Alice live"}
+        )
+    assert page.status_code == 200, page.text[:800]
+    scores = [float(value) for value in re.findall(r"score <strong>([0-9.]+)</strong>", page.text)]
+    assert len(scores) >= 2 and scores == sorted(scores, reverse=True), scores
+    texts = re.findall(r'<p class="hit-text">(.*?)</p>', page.text, re.S)
+    assert "Munich" in texts[0] and 'class="badge warn superseded"' in page.text
