@@ -15,7 +15,6 @@ from app.services.memory.commit import commit_conversation, commit_note
 from app.services.memory.schemas import ConversationIn, NoteIn
 from app.services.retrieval.access_stats import AccessRecorder
 from app.services.retrieval.diversity import estimated_tokens
-from app.services.retrieval.lanes import LaneRanks
 from app.services.retrieval.schemas import SearchRequest
 from app.services.retrieval.search import prepare, search, statement, statement_params
 from app.services.runtime import Elephant
@@ -148,9 +147,8 @@ def test_keyword_lane_with_bm25_and_with_tsvector(seeded: Elephant, settings: Se
     bm25 = search(seeded, T, SearchRequest(query="zymurgy", lanes=lanes, explain=True))
     assert bm25.explain is not None and bm25.explain.keyword_engine == "bm25"
     assert bm25.hits and "zymurgy" in bm25.hits[0].text
-    assert bm25.hits[0].ranks == LaneRanks(
-        windows=None, facts=None, keyword=1, graph=None, preferences=None
-    )
+    found_in = msgspec.structs.asdict(bm25.hits[0].ranks)
+    assert {lane: rank for lane, rank in found_in.items() if rank is not None} == {"keyword": 1}
     fallback_settings = settings.model_copy(
         update={"search": settings.search.model_copy(update={"keyword_engine": "tsvector"})}
     )
@@ -266,6 +264,13 @@ def test_explain_reports_timings_lanes_and_prior(seeded: Elephant) -> None:
         # co-occurrence `mentions` ingest adds, which the graph lane does not follow.
         "graph": 0,
         "preferences": 2,
+        # the structure lanes, off by default (docs/search.md)
+        "entity_expansion_memories": 0,
+        "entity_expansion_facts": 0,
+        "entity_match_memories": 0,
+        "entity_match_facts": 0,
+        "neighbours": 0,
+        "timeline": 0,
     }
     assert "biscuit" in result.explain.graph.named
     assert result.explain.graph.neighbours == []
