@@ -67,10 +67,13 @@ def lane_marks(
     weights: Mapping[str, float],
     rrf_k: int,
 ) -> list[LaneMark]:
-    """One mark per lane; the score is the lane's weight / (rrf_k + rank), the term that
-    rank added to the fused score for the query as typed (variants add their own)."""
+    """One mark per lane named in ``ranks``, in registry order; the score is the lane's
+    weight / (rrf_k + rank), the term that rank added to the fused score for the query as
+    typed (variants add their own)."""
     marks = []
     for lane, label in LANES:
+        if lane not in ranks:
+            continue
         rank = ranks.get(lane)
         weight = weights.get(lane)
         score = None if rank is None or weight is None else weight / (rrf_k + rank)

@@ -38,7 +38,7 @@ expansion_entities AS MATERIALIZED (
         JOIN fact_entities AS fe ON fe.tenant_id = %(tenant)s AND fe.fact_id = f.id
         WHERE s.item = 'memory' AND f.tenant_id = %(tenant)s AND f.memory_id = s.id
     ) AS links
-    WHERE %(entity_expansion_memories)s + %(entity_expansion_facts)s > 0
+    WHERE %(entity_expansion_memories)s::int + %(entity_expansion_facts)s::int > 0
 ),
 expansion_keys AS MATERIALIZED (
     SELECT e.entity_key

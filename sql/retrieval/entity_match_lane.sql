@@ -22,7 +22,7 @@
 match_keys AS MATERIALIZED (
     SELECT named.entity_key
     FROM entity_mentions AS named
-    WHERE %(entity_match_memories)s + %(entity_match_facts)s > 0
+    WHERE %(entity_match_memories)s::int + %(entity_match_facts)s::int > 0
       AND named.tenant_id = %(tenant)s
       AND named.entity_key = ANY (%(entity_match_keys)s::text[])
       AND named.mentions <= %(hub_mentions)s

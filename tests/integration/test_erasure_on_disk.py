@@ -44,6 +44,14 @@ def call(client: Client, path: str, tenant: str, body: Any) -> Any:
     return response.json()
 
 
+# docs/erasure.md, "On disk": ANALYZE keeps the old statistics of a table left empty
+# (memory_entities, when the erased subject's were the only entity links).
+FORGET_EMPTY_STATISTICS = (
+    "DELETE FROM pg_statistic WHERE starelid IN (SELECT oid FROM pg_class "
+    "WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' AND reltuples = 0)"
+)
+
+
 def files_holding_canary(db: Database) -> list[str]:
     """The files of the database's directory (base/<oid>/) that hold the canary's bytes."""
     assert db.embedded is not None
@@ -87,7 +95,7 @@ def test_vacuum_full_removes_erased_bytes_from_the_data_files(
     after_vacuum = files_holding_canary(elephant.db)
     record_property("files_after_plain_vacuum", len(after_vacuum))
 
-    run(elephant.db, "ANALYZE", "VACUUM FULL", "CHECKPOINT")  # docs/erasure.md, "On disk"
+    run(elephant.db, "ANALYZE", FORGET_EMPTY_STATISTICS, "VACUUM FULL", "CHECKPOINT")
     assert files_holding_canary(elephant.db) == []
     # The server goes on: the other tenant and the tenant's other rows still search.
     found = client.get(

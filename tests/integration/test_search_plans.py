@@ -286,10 +286,12 @@ def test_each_filter_is_written_once_and_spliced_into_every_lane(engine: str) ->
     text = statement(engine)
     assert not [line for line in text.splitlines() if line.strip().startswith("{")]
     # windows (nearest windows by index and exactly, windows of near turns, long notes of
-    # near passages) + keyword memories + windows of found facts; facts (index, exact) +
-    # keyword facts + graph_facts + preferences (index, exact)
-    assert text.count(fragment("retrieval/memory_filters.sql").splitlines()[0]) == 6
-    assert text.count("WHEN %(include_expired)s THEN true") == 6
+    # near passages) + keyword memories + windows of found facts + the entity expansion,
+    # entity match and neighbour lanes' memories; facts (index, exact) + keyword facts +
+    # graph_facts + preferences (index, exact) + the entity expansion, entity match and
+    # timeline lanes' facts
+    assert text.count(fragment("retrieval/memory_filters.sql").splitlines()[0]) == 9
+    assert text.count("WHEN %(include_expired)s THEN true") == 9
     for name in ("memory_filters.sql", "fact_filters.sql", "hybrid_search.sql"):
         assert load_sql(f"retrieval/{name}").count("WHEN %(include_expired)s THEN true") == (
             1 if name == "fact_filters.sql" else 0

@@ -93,7 +93,8 @@ def test_a_window_beside_a_hit_comes_in(elephant: Elephant) -> None:
 
     found = _search(elephant, NEIGHBOURS, QUESTION, {**NARROW, "neighbours": 2})
     beside = [hit for hit in found.hits if rank_in(hit.ranks, "neighbours") is not None]
-    assert beside and found.hits[0].id == alone.hits[0].id
+    # the seed stays (rank 1 of the windows lane ties a neighbour's rank 1: either first)
+    assert beside and alone.hits[0].id in {hit.id for hit in found.hits[:2]}
     assert any("D1:6" in hit.source_turn_ids for hit in beside), beside  # the answer
     assert all(rank_in(hit.ranks, "windows") is None for hit in beside)
     assert found.explain is not None and found.explain.lanes["neighbours"] == 2

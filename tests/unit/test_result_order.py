@@ -125,3 +125,13 @@ def test_a_superseded_memory_without_its_successor_keeps_its_place() -> None:
     hits = [hit("berlin", 0.3), hit("other", 0.2)]
     found = {"berlin": Superseded(frozenset({"munich"}), frozenset())}
     assert ids(below_successors(hits, found)) == ["berlin", "other"]
+
+
+def test_a_successor_that_answers_the_question_far_worse_does_not_take_the_place() -> None:
+    """A wrongly closed fact (the starter's note, closed by "Dana moved to Trondheim"):
+    the question is about the starter, and the move scores far below it."""
+    hits = [hit("starter", 0.30), hit("espresso", 0.17), hit("moved", 0.13)]
+    found = {"starter": Superseded(frozenset({"moved"}), frozenset())}
+    shown = below_successors(marked(hits, found), found)
+    assert ids(shown) == ["starter", "espresso", "moved"]
+    assert shown[0].superseded_by == ["moved"]

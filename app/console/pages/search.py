@@ -23,6 +23,7 @@ from app.console.pages.base import ConsolePages, ScreenDep, view
 from app.errors import InvalidInput
 from app.services.memory.transcripts import TurnLink, turn_links
 from app.services.retrieval.lanes import LANE_NAMES, pools, rank_in
+from app.services.retrieval.lanes import LANES as SEARCH_LANES
 from app.services.retrieval.lanes import weights as lane_weights
 from app.services.retrieval.schemas import SearchExplain, SearchHit, SearchRequest
 from app.services.retrieval.search import search
@@ -101,6 +102,17 @@ def _request(form: SearchForm) -> SearchRequest:
         raise InvalidInput.from_validation(exc) from None
 
 
+def _drawn(elephant: Elephant, sizes: dict[str, int]) -> list[str]:
+    """The lanes a hit's chart draws: those that ran, and those on by default that this
+    search switched off (drawn "off"); a lane off by default and here is left out."""
+    settings = elephant.settings.search
+    return [
+        lane.name
+        for lane in SEARCH_LANES
+        if sizes.get(lane.name, 0) > 0 or lane.default_size(settings) > 0
+    ]
+
+
 def _hits(
     elephant: Elephant, tenant: str, query: str, hits: list[SearchHit], explain: SearchExplain
 ) -> list[HitView]:
@@ -108,8 +120,9 @@ def _hits(
     links = turn_links(elephant, tenant, [(hit.id, hit.kind) for hit in hits])
     views = []
     for rank, hit in enumerate(hits, start=1):
-        ranks = {lane: rank_in(hit.ranks, lane) for lane in LANE_NAMES}
-        marks = lane_marks(ranks, pools(explain.lanes, hit.kind), weights, explain.rrf_k)
+        sizes = pools(explain.lanes, hit.kind)
+        ranks = {lane: rank_in(hit.ranks, lane) for lane in _drawn(elephant, sizes)}
+        marks = lane_marks(ranks, sizes, weights, explain.rrf_k)
         views.append(
             HitView(
                 hit=hit,

@@ -7,8 +7,9 @@ does Alice live". A memory whose facts were all superseded
 (sql/retrieval/superseded_memories.sql) is marked in the result (``superseded_by``: the
 memories that superseded it) and, for a question about the present (no ``as_of``, not
 ``include_expired``), goes right below the last of the results that superseded it (the
-newer memory, or the newer fact), scored as that place (ordering.py). Without one of
-them among the results it keeps its place: nothing in the list says more.
+newer memory, or the newer fact) and answer the question about as well (half its fused
+score or more), scored as that place (ordering.py). Without one of them among the
+results it keeps its place: nothing in the list says more.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from app.db.resources import load_sql
 from app.db.runtime import Connection
 from app.services.retrieval.ordering import settled
 from app.services.retrieval.schemas import SearchHit
+
+SUCCESSOR_SHARE = 0.5  # of the superseded memory's fused score (_answers_as_well)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +75,9 @@ def below_successors(hits: Sequence[SearchHit], found: dict[str, Superseded]) ->
         for hit in [hit for hit in order if hit.kind != "fact" and hit.id in found]:
             where = order.index(hit)
             successors = [
-                i for i, other in enumerate(order) if other is not hit and found[hit.id].by(other)
+                i
+                for i, other in enumerate(order)
+                if other is not hit and found[hit.id].by(other) and _answers_as_well(other, hit)
             ]
             if successors and max(successors) > where:
                 order.insert(max(successors), order.pop(where))
@@ -80,6 +85,16 @@ def below_successors(hits: Sequence[SearchHit], found: dict[str, Superseded]) ->
         if not moved:
             break
     return settled(order)
+
+
+def _answers_as_well(successor: SearchHit, memory: SearchHit) -> bool:
+    """Whether the successor is about as relevant to the question as the superseded memory
+    (fused score at least SUCCESSOR_SHARE of its): only then is the question about what
+    changed. A memory says more than the facts taken from it, and a contradiction found
+    offline may close a fact wrongly ("Dana's sourdough starter ... lives in the fridge
+    of the Oslo flat" closed by "Dana moved to Trondheim"): a question about the starter
+    must still find its note first, not the move."""
+    return successor.rrf + successor.prior >= SUCCESSOR_SHARE * (memory.rrf + memory.prior)
 
 
 def about_the_present(as_of: object, include_expired: bool) -> bool:
