@@ -52,14 +52,7 @@ expansion_rows AS MATERIALIZED (
     SELECT 'memory'::text AS item, k.entity_key, m.id, m.embedding
     FROM expansion_keys AS k
     CROSS JOIN LATERAL (
-        SELECT me.memory_id
-        FROM memory_entities AS me
-        WHERE me.tenant_id = %(tenant)s AND me.entity_key = k.entity_key
-        UNION
-        SELECT f.memory_id
-        FROM fact_entities AS fe
-        JOIN facts AS f ON f.id = fe.fact_id AND f.tenant_id = %(tenant)s
-        WHERE fe.tenant_id = %(tenant)s AND fe.entity_key = k.entity_key
+        {entity_memories}
     ) AS linked
     JOIN memories AS m ON m.id = linked.memory_id AND m.tenant_id = %(tenant)s
     WHERE %(entity_expansion_memories)s > 0
